@@ -1,0 +1,224 @@
+//! Typed field access on a JSON object that reports the exact place of a bad value.
+//!
+//! Every getter names the field by its dotted path (`model.name`) and the file and line
+//! it came from, so a rejection tells the user where to look. `null` counts as absent
+//! for optional fields; a required field that is `null` is missing.
+
+use serde_json::{Map, Value};
+
+use crate::error::Problem;
+
+/// Where in a package the object being read lives.
+#[derive(Clone, Copy)]
+pub(crate) struct Place<'a> {
+    pub package: &'a str,
+    pub file: &'a str,
+    pub line: Option<usize>,
+}
+
+impl Place<'_> {
+    pub fn problem(&self, field: Option<String>, message: impl Into<String>) -> Problem {
+        Problem {
+            package: self.package.to_string(),
+            file: Some(self.file.to_string()),
+            line: self.line,
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+pub(crate) type FieldResult<T> = Result<T, Box<Problem>>;
+
+pub(crate) struct Obj<'a> {
+    pub map: &'a Map<String, Value>,
+    pub place: Place<'a>,
+    /// Dotted prefix of this object's fields (`model.`), empty at the top.
+    pub prefix: String,
+}
+
+impl<'a> Obj<'a> {
+    /// Views `value` as an object, or fails naming `what` (a field path or "line").
+    pub fn new(value: &'a Value, place: Place<'a>, prefix: &str) -> FieldResult<Obj<'a>> {
+        match value {
+            Value::Object(map) => Ok(Obj { map, place, prefix: prefix.to_string() }),
+            other => Err(Box::new(place.problem(
+                (!prefix.is_empty()).then(|| prefix.trim_end_matches('.').to_string()),
+                format!("expected a JSON object, found {}", type_name(other)),
+            ))),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        format!("{}{}", self.prefix, name)
+    }
+
+    pub fn fail<T>(&self, name: &str, message: impl Into<String>) -> FieldResult<T> {
+        Err(Box::new(self.place.problem(Some(self.path(name)), message)))
+    }
+
+    fn present(&self, name: &str) -> Option<&'a Value> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v),
+        }
+    }
+
+    pub fn required<T>(&self, name: &str, got: FieldResult<Option<T>>) -> FieldResult<T> {
+        match got? {
+            Some(v) => Ok(v),
+            None => self.fail(name, "required field is missing"),
+        }
+    }
+
+    pub fn object(&self, name: &str) -> FieldResult<Option<Obj<'a>>> {
+        match self.present(name) {
+            None => Ok(None),
+            Some(v) => Obj::new(v, self.place, &format!("{}.", self.path(name))).map(Some),
+        }
+    }
+
+    pub fn string(&self, name: &str) -> FieldResult<Option<String>> {
+        match self.present(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => self.fail(name, format!("expected a string, found {}", type_name(other))),
+        }
+    }
+
+    pub fn string_req(&self, name: &str) -> FieldResult<String> {
+        self.required(name, self.string(name))
+    }
+
+    pub fn enumerated(&self, name: &str, allowed: &[&str]) -> FieldResult<Option<String>> {
+        match self.string(name)? {
+            None => Ok(None),
+            Some(s) if allowed.contains(&s.as_str()) => Ok(Some(s)),
+            Some(s) => self.fail(name, format!("`{s}` is not one of: {}", allowed.join(", "))),
+        }
+    }
+
+    pub fn boolean(&self, name: &str) -> FieldResult<Option<bool>> {
+        match self.present(name) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => self.fail(name, format!("expected true or false, found {}", type_name(other))),
+        }
+    }
+
+    /// An integer in `min..=max` (a JSON number with no fractional part).
+    pub fn integer(&self, name: &str, min: i64, max: i64) -> FieldResult<Option<i64>> {
+        match self.present(name) {
+            None => Ok(None),
+            Some(v) => match as_integer(v) {
+                Some(i) if (min..=max).contains(&i) => Ok(Some(i)),
+                Some(i) => self.fail(name, format!("{i} is outside {min}..={max}")),
+                None => self.fail(name, format!("expected an integer, found {}", describe(v))),
+            },
+        }
+    }
+
+    pub fn seq(&self, name: &str) -> FieldResult<Option<u64>> {
+        Ok(self.integer(name, 0, i64::MAX)?.map(|i| i as u64))
+    }
+
+    /// A finite number in `min..=max`.
+    pub fn number(&self, name: &str, min: f64, max: f64) -> FieldResult<Option<f64>> {
+        match self.present(name) {
+            None => Ok(None),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(x) if x.is_finite() && x >= min && x <= max => Ok(Some(x)),
+                Some(x) => self.fail(name, format!("{x} is outside {min}..={max}")),
+                None => self.fail(name, "number is not representable"),
+            },
+            Some(other) => self.fail(name, format!("expected a number, found {}", type_name(other))),
+        }
+    }
+
+    pub fn array(&self, name: &str) -> FieldResult<Option<&'a Vec<Value>>> {
+        match self.present(name) {
+            None => Ok(None),
+            Some(Value::Array(items)) => Ok(Some(items)),
+            Some(other) => self.fail(name, format!("expected an array, found {}", type_name(other))),
+        }
+    }
+
+    pub fn string_array(&self, name: &str, allowed: Option<&[&str]>) -> FieldResult<Option<Vec<String>>> {
+        let Some(items) = self.array(name)? else { return Ok(None) };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let field = format!("{name}[{i}]");
+            match item {
+                Value::String(s) => {
+                    if let Some(allowed) = allowed {
+                        if !allowed.contains(&s.as_str()) {
+                            return self.fail(&field, format!("`{s}` is not one of: {}", allowed.join(", ")));
+                        }
+                    }
+                    out.push(s.clone())
+                }
+                other => return self.fail(&field, format!("expected a string, found {}", type_name(other))),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    pub fn seq_array(&self, name: &str) -> FieldResult<Option<Vec<u64>>> {
+        let Some(items) = self.array(name)? else { return Ok(None) };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            match as_integer(item) {
+                Some(s) if s >= 0 => out.push(s as u64),
+                _ => return self.fail(&format!("{name}[{i}]"), format!("expected a seq (integer >= 0), found {}", describe(item))),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// An RFC 3339 timestamp, kept as written.
+    pub fn timestamp(&self, name: &str) -> FieldResult<Option<String>> {
+        match self.string(name)? {
+            None => Ok(None),
+            Some(s) => match chrono::DateTime::parse_from_rfc3339(&s) {
+                Ok(_) => Ok(Some(s)),
+                Err(e) => self.fail(name, format!("`{s}` is not an RFC 3339 timestamp ({e})")),
+            },
+        }
+    }
+
+    /// The fields this build does not interpret, as JSON object text; `None` when all
+    /// fields are known.
+    pub fn extra(&self, known: &[&str]) -> Option<String> {
+        let unknown: Map<String, Value> =
+            self.map.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        (!unknown.is_empty()).then(|| Value::Object(unknown).to_string())
+    }
+}
+
+fn as_integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            // 3.0 is an integer written as a float; 3.5 is not.
+            n.as_f64().filter(|x| x.fract() == 0.0 && x.abs() < 9.0e15).map(|x| x as i64)
+        }),
+        _ => None,
+    }
+}
+
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Number(n) => n.to_string(),
+        other => type_name(other).to_string(),
+    }
+}

@@ -1,0 +1,52 @@
+//! Episode packages, format `episode-package/1`: finding them on disk and in archives,
+//! validating them against the contract, hashing them, and deriving the state the
+//! store computes (observed revisions, freshness, evidence posture).
+//!
+//! This crate knows nothing about storage or SQL. It turns bytes into a validated
+//! [`Episode`] or into a [`Problem`] that names the package, file, line and field.
+//!
+//! The contract is `docs/format.md` (the project's own words for
+//! `episode-package-v1.md`).
+
+mod derive;
+mod error;
+mod fields;
+mod model;
+mod parse;
+mod source;
+
+pub use derive::{derive_state, Posture};
+pub use error::{Error, Problem, Result};
+pub use model::*;
+pub use parse::parse_package;
+pub use source::{discover, read_source, Limits, PackageFile, RawPackage, Source};
+
+/// The only package format version this build understands.
+pub const FORMAT_V1: &str = "episode-package/1";
+
+/// A 32-byte blake3 hash.
+pub type Hash = [u8; 32];
+
+/// The episode id of a package (spec 5): blake3 over, for every file in bytewise path
+/// order, the path bytes, a 0x00 byte and the 32-byte blake3 of the file's bytes.
+///
+/// `files` must already be sorted by path bytes (as [`RawPackage`] keeps them).
+pub fn episode_id<'a>(files: impl IntoIterator<Item = (&'a str, &'a Hash)>) -> Hash {
+    let mut hasher = blake3::Hasher::new();
+    for (path, hash) in files {
+        hasher.update(path.as_bytes());
+        hasher.update(&[0u8]);
+        hasher.update(hash);
+    }
+    *hasher.finalize().as_bytes()
+}
+
+/// Lowercase hex of a hash, the form ids take everywhere outside the store.
+pub fn hex(hash: &Hash) -> String {
+    blake3::Hash::from_bytes(*hash).to_hex().to_string()
+}
+
+/// Parses a 64-character hex id (case-insensitive).
+pub fn parse_hex(text: &str) -> Option<Hash> {
+    blake3::Hash::from_hex(text.trim()).ok().map(|h| *h.as_bytes())
+}

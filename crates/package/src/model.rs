@@ -1,0 +1,374 @@
+//! The typed form of a validated package. Enumerated values are kept as the strings
+//! the contract spells (they become dictionary columns in SQL); defaults of the
+//! contract are already applied. Fields the contract does not name are kept, as a
+//! JSON object text, in `extra`.
+
+use serde::{Deserialize, Serialize};
+
+pub const RESPONSIBILITIES: &[&str] = &[
+    "task_specification",
+    "context_selection",
+    "tool_access",
+    "project_memory",
+    "task_state",
+    "observability",
+    "failure_attribution",
+    "verification",
+    "permissions",
+    "entropy_auditing",
+    "intervention_recording",
+];
+pub const GRADES: &[&str] = &["observed", "derived", "inferred"];
+pub const ACTION_KINDS: &[&str] =
+    &["read", "search", "edit", "create", "delete", "run", "plan", "message", "complete", "other"];
+pub const FAILURE_TYPES: &[&str] = &[
+    "none",
+    "nonzero_exit",
+    "timeout",
+    "crash",
+    "parse_error",
+    "permission_denied",
+    "not_found",
+    "other",
+];
+pub const CONTEXT_KINDS: &[&str] = &[
+    "architecture",
+    "testing",
+    "task_state",
+    "memory",
+    "known_failures",
+    "code",
+    "doc",
+    "issue",
+    "other",
+];
+pub const CHECK_ACTORS: &[&str] = &["agent", "human", "evaluator", "verifier"];
+pub const CHECK_METHODS: &[&str] = &[
+    "reproduction",
+    "deterministic_check",
+    "registered_test",
+    "targeted_test",
+    "regression",
+    "lint",
+    "review",
+    "manual",
+    "oracle",
+    "judge",
+];
+pub const CHECK_RESULTS: &[&str] = &["pass", "fail", "timeout", "error", "skipped"];
+pub const VERDICTS: &[&str] = &["accept", "reject"];
+pub const ATTRIBUTION_CATEGORIES: &[&str] =
+    &["context", "tool", "feedback", "verification", "recovery", "entropy", "model", "unknown"];
+pub const INTERVENTION_ACTORS: &[&str] = &["human", "evaluator", "other"];
+pub const INTERVENTION_KINDS: &[&str] = &[
+    "hint",
+    "correction",
+    "context_provision",
+    "permission_grant",
+    "approval",
+    "rollback",
+    "abort",
+    "other",
+];
+pub const BURDENS: &[&str] = &["low", "medium", "high"];
+pub const ENTROPY_CATEGORIES: &[&str] =
+    &["code", "documentation", "dependency", "test", "file_residue", "architecture", "workflow"];
+pub const ENTROPY_PHASES: &[&str] = &["pre", "post"];
+pub const LABELS: &[&str] = &[
+    "autonomous_verified_success",
+    "assisted_verified_success",
+    "unverified_success",
+    "failed",
+    "unsafe_invalid",
+];
+pub const START_STATES: &[&str] = &["correct", "wrong"];
+pub const ADMISSIONS: &[&str] = &["accepted", "rejected", "pending"];
+pub const REQUIREMENT_STATUSES: &[&str] = &["verified", "unverified", "failed"];
+pub const STOP_REASONS: &[&str] = &[
+    "completed",
+    "budget_exhausted",
+    "escalated",
+    "invalid_action",
+    "timeout",
+    "infra_error",
+    "other",
+];
+pub const POSTURES: &[&str] = &["current", "stale", "failure", "gap", "unknown"];
+
+/// The seven trace files, in the order the store reports them.
+pub const TRACE_FILES: [(&str, TraceKind); 7] = [
+    ("traces/actions.jsonl", TraceKind::Actions),
+    ("traces/tools.jsonl", TraceKind::Tools),
+    ("traces/context.jsonl", TraceKind::Context),
+    ("traces/verification.jsonl", TraceKind::Verification),
+    ("traces/attribution.jsonl", TraceKind::Attribution),
+    ("traces/interventions.jsonl", TraceKind::Interventions),
+    ("traces/entropy.jsonl", TraceKind::Entropy),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TraceKind {
+    Actions,
+    Tools,
+    Context,
+    Verification,
+    Attribution,
+    Interventions,
+    Entropy,
+}
+
+impl TraceKind {
+    /// The short name used for columns (`n_actions`, `has_tools`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceKind::Actions => "actions",
+            TraceKind::Tools => "tools",
+            TraceKind::Context => "context",
+            TraceKind::Verification => "verification",
+            TraceKind::Attribution => "attribution",
+            TraceKind::Interventions => "interventions",
+            TraceKind::Entropy => "entropy",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Requirement {
+    pub id: String,
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub episode: String,
+    pub model: String,
+    pub model_version: Option<String>,
+    pub model_provider: Option<String>,
+    pub harness_name: Option<String>,
+    pub harness_level: String,
+    pub harness_version: Option<String>,
+    pub harness_components: Option<Vec<String>>,
+    pub task: String,
+    pub task_family: Option<String>,
+    /// `task.cluster`, defaulted to `task.id`.
+    pub cluster: String,
+    pub repository_url: Option<String>,
+    pub repository_commit: Option<String>,
+    pub requirements: Vec<Requirement>,
+    pub seed: Option<i64>,
+    pub attempt: i64,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub trace_complete: bool,
+    /// `tags` as JSON object text.
+    pub tags: Option<String>,
+    pub extra: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequirementStatus {
+    pub id: String,
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub label: String,
+    pub agent_reported_complete: Option<bool>,
+    pub stop_reason: String,
+    pub correct: Option<bool>,
+    pub start_state: Option<String>,
+    pub admission: Option<String>,
+    pub requirements: Vec<RequirementStatus>,
+    pub actions_used: Option<i64>,
+    pub actions_max: Option<i64>,
+    pub budget_exhausted: Option<bool>,
+    pub tokens_in: Option<i64>,
+    pub tokens_out: Option<i64>,
+    pub cost_usd: Option<f64>,
+    pub wall_ms: Option<f64>,
+    /// Ground-truth locations; `None` when absent, empty when given as `[]`.
+    pub fault_locations: Option<Vec<String>>,
+    pub score: Option<f64>,
+    pub notes: Option<String>,
+    /// The recorder's own posture claim, kept beside the derived one.
+    pub recorded_posture: Option<String>,
+    pub extra: Option<String>,
+}
+
+/// Fields every trace record has, plus what the store derives for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Common {
+    pub seq: u64,
+    /// 1-based line in its file.
+    pub line: u32,
+    pub ts: Option<String>,
+    pub grade: String,
+    /// Derived: the observed revision at this record's `seq` (spec 5).
+    pub revision: u64,
+    pub extra: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    pub common: Common,
+    pub kind: Option<String>,
+    pub paths: Vec<String>,
+    pub summary: Option<String>,
+    pub mutates: bool,
+    pub ok: bool,
+    pub tool_seq: Option<u64>,
+}
+
+impl Action {
+    /// An ok mutating action advances the observed revision.
+    pub fn advances_revision(&self) -> bool {
+        self.mutates && self.ok
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub common: Common,
+    pub tool: String,
+    pub command: Option<String>,
+    pub exit_code: Option<i64>,
+    pub duration_ms: Option<f64>,
+    pub timed_out: bool,
+    /// The recorded `failure_type`, when present.
+    pub recorded_failure_type: Option<String>,
+    /// The effective failure type: the recorded one, else derived (spec 3).
+    pub failure_type: String,
+    pub recovered_by: Option<u64>,
+    pub output: Option<String>,
+}
+
+impl Tool {
+    pub fn failed(&self) -> bool {
+        self.failure_type != "none"
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextRecord {
+    pub common: Common,
+    pub artifact: String,
+    pub kind: Option<String>,
+    pub purpose: Option<String>,
+    pub used: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub common: Common,
+    pub check_id: String,
+    pub actor: Option<String>,
+    pub method: Option<String>,
+    pub command: Option<String>,
+    pub result: Option<String>,
+    pub exit_code: Option<i64>,
+    pub duration_ms: Option<f64>,
+    pub requirements: Vec<String>,
+    /// The `revision` field as recorded.
+    pub recorded_revision: Option<u64>,
+    /// Derived: the recorded revision, else the observed revision at `seq`.
+    pub bound_revision: u64,
+    /// Derived: bound to the episode's final revision.
+    pub fresh: bool,
+    pub suite_id: Option<String>,
+    pub verifier: Option<String>,
+    pub verdict: Option<String>,
+    pub score: Option<f64>,
+    pub interpretation: Option<String>,
+}
+
+impl Check {
+    pub fn is_agent(&self) -> bool {
+        self.actor.as_deref() == Some("agent")
+    }
+    pub fn passed(&self) -> bool {
+        self.result.as_deref() == Some("pass")
+    }
+    /// fail, timeout or error: a failed observation.
+    pub fn failed(&self) -> bool {
+        matches!(self.result.as_deref(), Some("fail" | "timeout" | "error"))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    pub common: Common,
+    pub failure_seq: u64,
+    pub category: Option<String>,
+    pub responsibility: Option<String>,
+    pub location: Option<String>,
+    pub rank: Option<i64>,
+    pub confidence: Option<f64>,
+    pub evidence: Vec<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Intervention {
+    pub common: Common,
+    pub actor: Option<String>,
+    pub kind: Option<String>,
+    pub reason: Option<String>,
+    pub missing_responsibility: Option<String>,
+    pub avoidable: Option<bool>,
+    pub burden: Option<String>,
+    pub minutes: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntropyFinding {
+    pub common: Common,
+    pub category: Option<String>,
+    pub severity: Option<i64>,
+    pub phase: String,
+    pub path: Option<String>,
+    pub note: Option<String>,
+}
+
+/// Everything the store derives for an episode (spec 5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Derived {
+    pub final_revision: u64,
+    pub posture: String,
+}
+
+/// A validated episode package. A trace is `None` when its file is absent ("not
+/// recorded") and `Some(vec![])` when the file is empty ("recorded, none").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Episode {
+    pub manifest: Manifest,
+    pub outcome: Outcome,
+    pub actions: Option<Vec<Action>>,
+    pub tools: Option<Vec<Tool>>,
+    pub context: Option<Vec<ContextRecord>>,
+    pub checks: Option<Vec<Check>>,
+    pub attributions: Option<Vec<Attribution>>,
+    pub interventions: Option<Vec<Intervention>>,
+    pub entropy: Option<Vec<EntropyFinding>>,
+    pub derived: Derived,
+}
+
+impl Episode {
+    /// Record count of a trace, `None` when the trace was not recorded.
+    pub fn trace_len(&self, kind: TraceKind) -> Option<usize> {
+        match kind {
+            TraceKind::Actions => self.actions.as_ref().map(Vec::len),
+            TraceKind::Tools => self.tools.as_ref().map(Vec::len),
+            TraceKind::Context => self.context.as_ref().map(Vec::len),
+            TraceKind::Verification => self.checks.as_ref().map(Vec::len),
+            TraceKind::Attribution => self.attributions.as_ref().map(Vec::len),
+            TraceKind::Interventions => self.interventions.as_ref().map(Vec::len),
+            TraceKind::Entropy => self.entropy.as_ref().map(Vec::len),
+        }
+    }
+
+    /// All agent checks (verification records with `actor` agent).
+    pub fn agent_checks(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().flatten().filter(|c| c.is_agent())
+    }
+}

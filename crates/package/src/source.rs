@@ -1,0 +1,363 @@
+//! Finding packages on disk and reading their files into memory, safely.
+//!
+//! A package is a directory holding `manifest.json`, or such a directory inside a
+//! `.tar`, `.tar.gz`/`.tgz` or `.tar.zst` archive. Reading refuses anything that could
+//! escape the package (`..`, absolute paths, links) and bounds sizes so that a hostile
+//! archive cannot exhaust memory.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Problem, Result};
+use crate::Hash;
+
+/// Size bounds applied while reading. Exceeding one rejects the package (or, for an
+/// archive-wide bound, the archive) before more is read.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_file_bytes: u64,
+    pub max_package_bytes: u64,
+    pub max_package_files: usize,
+    /// Total uncompressed bytes read from one archive.
+    pub max_archive_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_file_bytes: 256 << 20,
+            max_package_bytes: 1 << 30,
+            max_package_files: 100_000,
+            max_archive_bytes: 8 << 30,
+        }
+    }
+}
+
+/// Somewhere packages come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A package directory (it holds `manifest.json`).
+    Dir(PathBuf),
+    /// An archive holding one or more package directories.
+    Archive(PathBuf),
+}
+
+impl Source {
+    pub fn path(&self) -> &Path {
+        match self {
+            Source::Dir(p) | Source::Archive(p) => p,
+        }
+    }
+}
+
+/// One file of a package, with its blake3 hash.
+#[derive(Debug, Clone)]
+pub struct PackageFile {
+    /// Package-relative, `/`-separated.
+    pub path: String,
+    pub bytes: Vec<u8>,
+    pub hash: Hash,
+}
+
+/// A package read into memory, files sorted by path bytes, its id computed.
+#[derive(Debug, Clone)]
+pub struct RawPackage {
+    /// Display name: the directory, or `archive!dir` inside an archive.
+    pub name: String,
+    pub files: Vec<PackageFile>,
+    pub id: Hash,
+}
+
+impl RawPackage {
+    /// Hashes every file and computes the episode id (spec 5).
+    pub fn new(name: String, files: BTreeMap<String, Vec<u8>>) -> RawPackage {
+        // BTreeMap<String, _> iterates in bytewise order of the UTF-8 path, as spec 5 asks.
+        let files: Vec<PackageFile> = files
+            .into_iter()
+            .map(|(path, bytes)| {
+                let hash = *blake3::hash(&bytes).as_bytes();
+                PackageFile { path, bytes, hash }
+            })
+            .collect();
+        let id = crate::episode_id(files.iter().map(|f| (f.path.as_str(), &f.hash)));
+        RawPackage { name, files, id }
+    }
+
+    pub fn file(&self, path: &str) -> Option<&[u8]> {
+        self.files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .ok()
+            .map(|i| self.files[i].bytes.as_slice())
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes.len() as u64).sum()
+    }
+}
+
+fn archive_kind(path: &Path) -> Option<Compression> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    if name.ends_with(".tar") {
+        Some(Compression::None)
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        Some(Compression::Gzip)
+    } else if name.ends_with(".tar.zst") || name.ends_with(".tzst") {
+        Some(Compression::Zstd)
+    } else {
+        None
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// Finds every package under `paths`: a path that is a package directory or an archive
+/// is taken as it is; any other directory is walked recursively (in name order, so
+/// results are reproducible). A directory holding `manifest.json` is one package: its
+/// subdirectories are its files, not further packages.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<Source>> {
+    let mut out = Vec::new();
+    for path in paths {
+        let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            walk(path, &mut out)?;
+        } else if archive_kind(path).is_some() {
+            out.push(Source::Archive(path.clone()));
+        } else {
+            return Err(Error::Archive {
+                path: path.clone(),
+                message: "not a package directory, a folder of packages, or a .tar/.tar.gz/.tar.zst archive".into(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<Source>) -> Result<()> {
+    if dir.join("manifest.json").is_file() {
+        out.push(Source::Dir(dir.to_path_buf()));
+        return Ok(());
+    }
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| Error::io(dir, e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        // Do not follow links while searching: a link could lead anywhere.
+        let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if kind.is_dir() {
+            walk(&path, out)?;
+        } else if kind.is_file() && archive_kind(&path).is_some() {
+            out.push(Source::Archive(path));
+        }
+    }
+    Ok(())
+}
+
+/// Reads every package of a source. An archive-level problem (an escaping member,
+/// a link, a size bound) rejects every package of the archive: its members cannot be
+/// trusted to be attributed to the right package.
+pub fn read_source(source: &Source, limits: &Limits) -> Vec<Result<RawPackage>> {
+    match source {
+        Source::Dir(dir) => vec![read_dir_package(dir, limits)],
+        Source::Archive(path) => match read_archive(path, limits) {
+            Ok(packages) => packages,
+            Err(e) => vec![Err(e)],
+        },
+    }
+}
+
+fn read_dir_package(dir: &Path, limits: &Limits) -> Result<RawPackage> {
+    let name = dir.display().to_string();
+    let mut files = BTreeMap::new();
+    let mut total = 0u64;
+    collect_dir(dir, dir, &name, limits, &mut files, &mut total)?;
+    Ok(RawPackage::new(name, files))
+}
+
+fn collect_dir(
+    root: &Path,
+    dir: &Path,
+    name: &str,
+    limits: &Limits,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    total: &mut u64,
+) -> Result<()> {
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let rel = path.strip_prefix(root).expect("walk stays under root");
+        let Some(rel) = rel.to_str().map(|s| s.replace(std::path::MAIN_SEPARATOR, "/")) else {
+            return Err(Problem::package(name, format!("file name {} is not UTF-8", rel.display())).into());
+        };
+        let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if kind.is_symlink() {
+            return Err(Problem { file: Some(rel), ..Problem::package(name, "links are not allowed in a package") }.into());
+        } else if kind.is_dir() {
+            collect_dir(root, &path, name, limits, files, total)?;
+        } else if kind.is_file() {
+            let size = entry.metadata().map_err(|e| Error::io(&path, e))?.len();
+            check_sizes(name, &rel, size, files.len() + 1, *total + size, limits)?;
+            let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            *total += bytes.len() as u64;
+            files.insert(rel, bytes);
+        } else {
+            return Err(Problem { file: Some(rel), ..Problem::package(name, "not a regular file") }.into());
+        }
+    }
+    Ok(())
+}
+
+fn check_sizes(name: &str, file: &str, size: u64, count: usize, total: u64, limits: &Limits) -> Result<()> {
+    let problem = |message: String| -> Result<()> {
+        Err(Problem { file: Some(file.to_string()), ..Problem::package(name, message) }.into())
+    };
+    if size > limits.max_file_bytes {
+        return problem(format!("file is {size} bytes, above the limit of {} bytes", limits.max_file_bytes));
+    }
+    if count > limits.max_package_files {
+        return problem(format!("package has more than {} files", limits.max_package_files));
+    }
+    if total > limits.max_package_bytes {
+        return problem(format!("package is above the limit of {} bytes", limits.max_package_bytes));
+    }
+    Ok(())
+}
+
+/// Splits an archive member path into safe, normal components, or says why it is unsafe.
+fn safe_member_path(raw: &[u8]) -> std::result::Result<String, String> {
+    let text = std::str::from_utf8(raw).map_err(|_| "member path is not UTF-8".to_string())?;
+    if text.starts_with('/') || text.contains('\\') || text.contains('\0') {
+        return Err(format!("member `{text}` has an absolute or non-portable path"));
+    }
+    let mut parts = Vec::new();
+    for part in text.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err(format!("member `{text}` escapes the package (`..`)")),
+            p if p.len() >= 2 && p.as_bytes()[1] == b':' => {
+                return Err(format!("member `{text}` has an absolute path"))
+            }
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+fn read_archive(path: &Path, limits: &Limits) -> Result<Vec<Result<RawPackage>>> {
+    let display = path.display().to_string();
+    let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader: Box<dyn Read> = match archive_kind(path).expect("discover only yields archives") {
+        Compression::None => Box::new(std::io::BufReader::new(file)),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))),
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(file).map_err(|e| Error::io(path, e))?),
+    };
+    let reject = |message: String| Problem::package(&display, message);
+    let mut archive = tar::Archive::new(reader);
+    let mut members: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut total = 0u64;
+    let entries = archive.entries().map_err(|e| Error::io(path, e))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| Error::Archive { path: path.into(), message: e.to_string() })?;
+        let member = safe_member_path(&entry.path_bytes()).map_err(reject)?;
+        let kind = entry.header().entry_type();
+        if kind.is_dir() {
+            continue;
+        }
+        if kind.is_symlink() || kind.is_hard_link() {
+            return Err(reject(format!("member `{member}` is a link; links are not allowed in a package")).into());
+        }
+        if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() || kind.is_gnu_longname() {
+            continue;
+        }
+        if !kind.is_file() {
+            return Err(reject(format!("member `{member}` is not a regular file")).into());
+        }
+        let size = entry.header().size().map_err(|e| Error::io(path, e))?;
+        if size > limits.max_file_bytes {
+            return Err(reject(format!("member `{member}` is {size} bytes, above the limit of {}", limits.max_file_bytes)).into());
+        }
+        total += size;
+        if total > limits.max_archive_bytes {
+            return Err(reject(format!("archive holds more than {} bytes", limits.max_archive_bytes)).into());
+        }
+        // Read no more than the header promised, even if the stream lies.
+        let mut bytes = Vec::with_capacity(size.min(1 << 20) as usize);
+        (&mut entry).take(size).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+        if members.insert(member.clone(), bytes).is_some() {
+            return Err(reject(format!("member `{member}` appears twice")).into());
+        }
+    }
+
+    // Package roots: directories holding manifest.json, outermost first. A file belongs
+    // to the outermost root above it (a manifest deeper inside is an artifact).
+    let mut roots: Vec<String> = Vec::new();
+    for member in members.keys() {
+        let dir = match member.strip_suffix("manifest.json") {
+            Some("") => "",
+            Some(d) if d.ends_with('/') => &d[..d.len() - 1],
+            _ => continue,
+        };
+        if !roots.iter().any(|r| is_under(dir, r)) {
+            roots.retain(|r| !is_under(r, dir));
+            roots.push(dir.to_string());
+        }
+    }
+    if roots.is_empty() {
+        return Err(reject("archive holds no package (no manifest.json)".into()).into());
+    }
+    let mut grouped: BTreeMap<String, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+    for (member, bytes) in members {
+        if let Some(root) = roots.iter().find(|r| is_under(&member, r)) {
+            let rel = if root.is_empty() { member.clone() } else { member[root.len() + 1..].to_string() };
+            grouped.entry(root.clone()).or_default().insert(rel, bytes);
+        }
+        // Files outside every package (a README beside the packages) are not episodes.
+    }
+    Ok(grouped
+        .into_iter()
+        .map(|(root, files)| {
+            let name = if root.is_empty() { display.clone() } else { format!("{display}!{root}") };
+            let mut total = 0u64;
+            for (i, (file, bytes)) in files.iter().enumerate() {
+                total += bytes.len() as u64;
+                check_sizes(&name, file, bytes.len() as u64, i + 1, total, limits)?;
+            }
+            Ok(RawPackage::new(name, files))
+        })
+        .collect())
+}
+
+/// Is `path` equal to or inside directory `dir` ("" is the archive root)?
+fn is_under(path: &str, dir: &str) -> bool {
+    dir.is_empty() || path == dir || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_paths_that_escape_are_refused() {
+        assert!(safe_member_path(b"../x").is_err());
+        assert!(safe_member_path(b"a/../../x").is_err());
+        assert!(safe_member_path(b"/etc/passwd").is_err());
+        assert!(safe_member_path(b"C:/x").is_err());
+        assert_eq!(safe_member_path(b"./pkg/manifest.json").unwrap(), "pkg/manifest.json");
+    }
+
+    #[test]
+    fn is_under_respects_component_boundaries() {
+        assert!(is_under("pkg/a", "pkg"));
+        assert!(!is_under("pkg2/a", "pkg"));
+        assert!(is_under("anything", ""));
+    }
+}
