@@ -1,1 +1,55 @@
+//! SQL over an epistore store: Arrow tables built from a store snapshot, registered in
+//! a DataFusion session, and a read-only query entry point.
+//!
+//! Everything here reads; nothing writes to the store. Statements that would write
+//! files or change the catalog (`COPY`, `CREATE`, `INSERT`, `SET`, ...) are refused.
 
+mod episodes;
+mod error;
+mod output;
+
+use std::sync::Arc;
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::execution::context::SQLOptions;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use epistore_store::Store;
+
+pub use error::{Error, Result};
+pub use output::{format_batches, Format};
+
+/// Version of the SQL schema (tables and columns) this build registers.
+pub const SCHEMA_VERSION: &str = "epistore-sql/1";
+
+/// A SQL session over one consistent snapshot of a store.
+pub struct Engine {
+    ctx: SessionContext,
+    /// The ingest sequence of the snapshot the tables were built from.
+    pub snapshot_seq: u64,
+}
+
+impl Engine {
+    /// Snapshots the store and registers its tables.
+    pub fn open(store: &Store) -> Result<Engine> {
+        let snapshot = store.snapshot()?;
+        let snapshot_seq = snapshot.ingest_seq()?;
+        let config = SessionConfig::new().with_information_schema(true).with_default_catalog_and_schema("epistore", "public");
+        let ctx = SessionContext::new_with_config(config);
+        let batch = episodes::build(&snapshot)?;
+        let table = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
+        ctx.register_table("episodes", Arc::new(table))?;
+        Ok(Engine { ctx, snapshot_seq })
+    }
+
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Runs one read-only statement and collects its result.
+    pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
+        let df = self.ctx.sql_with_options(sql, options).await?;
+        Ok(df.collect().await?)
+    }
+}

@@ -1,1 +1,107 @@
+//! The epistore store: an append-only, content-addressed home for episode packages,
+//! on redb and blake3.
+//!
+//! * Every file of every package is a blob keyed by its blake3 hash, stored once
+//!   (zstd-compressed when that helps), however many episodes share it.
+//! * An episode is keyed by its id (spec 5: blake3 over the package listing), so the
+//!   same package ingested twice is one episode.
+//! * Each write transaction appends one ingest-log entry naming the episodes it added;
+//!   nothing is ever updated in place or deleted.
+//! * A package goes in whole, in one transaction, or not at all.
+//! * Episodes are indexed by cell (model, harness level, task).
+//!
+//! The byte-level layout is documented in `docs/store-format.md`.
+//! This crate has no Arrow or DataFusion in it, so it stays small and quick to build.
 
+mod codec;
+mod error;
+mod ingest;
+mod read;
+mod tables;
+
+pub use error::{Error, Result};
+pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageResult};
+pub use read::{Cell, IngestBatch, Snapshot, VerifyReport};
+pub use tables::{EpisodeRecord, FileEntry, STORE_FORMAT};
+
+use std::path::{Path, PathBuf};
+
+use redb::{ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase};
+
+/// The file holding the store inside its directory.
+pub const DB_FILE: &str = "epistore.redb";
+
+enum Handle {
+    Writer(Database),
+    Reader(ReadOnlyDatabase),
+}
+
+/// An open store. Open it for writing with [`Store::open_or_create`] (one writer
+/// process at a time) or for reading with [`Store::open_read_only`] (any number of
+/// processes, also while a writer ingests: each [`Snapshot`] is consistent).
+pub struct Store {
+    handle: Handle,
+    dir: PathBuf,
+}
+
+fn builder() -> redb::Builder {
+    let mut b = Database::builder();
+    // One writer process, any number of readers following its commits.
+    b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    b
+}
+
+impl Store {
+    /// Opens the store in `dir` for writing, creating the directory and an empty store
+    /// on first use.
+    pub fn open_or_create(dir: impl AsRef<Path>) -> Result<Store> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        let db = builder().create(dir.join(DB_FILE)).map_err(|e| Error::open(&dir, e))?;
+        tables::initialise(&db)?;
+        Ok(Store { handle: Handle::Writer(db), dir })
+    }
+
+    /// Opens an existing store for reading. A store left mid-write by a crash is
+    /// recovered first (which needs that no writer has it open).
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
+        let dir = dir.as_ref().to_path_buf();
+        let file = dir.join(DB_FILE);
+        if !file.is_file() {
+            return Err(Error::NoStore(dir));
+        }
+        let db = match builder().open_read_only(&file) {
+            Ok(db) => db,
+            Err(redb::DatabaseError::RepairAborted) => {
+                // The last writer died mid-transaction: open it writable once, which
+                // rolls back to the last commit, then read.
+                drop(builder().open(&file).map_err(|e| Error::open(&dir, e))?);
+                builder().open_read_only(&file).map_err(|e| Error::open(&dir, e))?
+            }
+            Err(e) => return Err(Error::open(&dir, e)),
+        };
+        tables::check_format(&db.begin_read().map_err(Error::redb)?)?;
+        Ok(Store { handle: Handle::Reader(db), dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A consistent view of the store as of the last commit.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let txn = match &self.handle {
+            Handle::Writer(db) => db.begin_read(),
+            Handle::Reader(db) => db.begin_read(),
+        }
+        .map_err(Error::redb)?;
+        Ok(Snapshot::new(txn))
+    }
+
+    fn writer(&self) -> Result<&Database> {
+        match &self.handle {
+            Handle::Writer(db) => Ok(db),
+            Handle::Reader(_) => Err(Error::ReadOnly),
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! One function per subcommand. Each returns the process exit code: 0 success,
+//! 1 when the command ran but found something wrong (a rejected package, a damaged
+//! store); errors (exit 2) come back as `Err`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use epistore_package::{discover, hex};
+use epistore_sql::{format_batches, Engine, Format};
+use epistore_store::{IngestOptions, PackageOutcome, Store};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+
+use crate::OutputFormat;
+
+fn sql_format(f: OutputFormat) -> Format {
+    match f {
+        OutputFormat::Table => Format::Table,
+        OutputFormat::Csv => Format::Csv,
+        OutputFormat::Json => Format::Json,
+    }
+}
+
+/// Prints rows of scalars in the chosen format (for commands that are not SQL).
+fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFormat) {
+    let text = |v: &Value| match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match format {
+        OutputFormat::Table => {
+            let mut table = Table::new();
+            table.load_preset(UTF8_FULL_CONDENSED).set_header(headers.to_vec());
+            for row in rows {
+                table.add_row(row.iter().map(text).collect::<Vec<_>>());
+            }
+            println!("{table}");
+        }
+        OutputFormat::Csv => {
+            println!("{}", headers.join(","));
+            for row in rows {
+                let cells: Vec<String> = row
+                    .iter()
+                    .map(|v| {
+                        let t = text(v);
+                        if t.contains([',', '"', '\n']) {
+                            format!("\"{}\"", t.replace('"', "\"\""))
+                        } else {
+                            t
+                        }
+                    })
+                    .collect();
+                println!("{}", cells.join(","));
+            }
+        }
+        OutputFormat::Json => {
+            let objects: Vec<Value> = rows
+                .iter()
+                .map(|row| Value::Object(headers.iter().map(|h| h.to_string()).zip(row.iter().cloned()).collect()))
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&objects).expect("json"));
+        }
+    }
+}
+
+fn open_read(store: &Path) -> Result<Store> {
+    Store::open_read_only(store).with_context(|| format!("opening the store at {}", store.display()))
+}
+
+pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: bool) -> Result<ExitCode> {
+    let started = Instant::now();
+    let sources = discover(paths)?;
+    let store = Store::open_or_create(store_dir)?;
+    let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
+    let options = IngestOptions { label, ..IngestOptions::default() };
+
+    let bar = if quiet || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(sources.len() as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} sources  {msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    let report = store.ingest(&sources, &options, |p| {
+        bar.set_position(p.sources_done as u64);
+        bar.set_message(format!("{} packages, {:.1} MB", p.packages_done, p.bytes_read as f64 / 1e6));
+    })?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+
+    let rejected: Vec<_> = report
+        .packages
+        .iter()
+        .filter_map(|p| match &p.outcome {
+            PackageOutcome::Rejected(reason) => Some((p.name.as_str(), reason.as_str())),
+            _ => None,
+        })
+        .collect();
+    match format {
+        OutputFormat::Json => {
+            let packages: Vec<Value> = report
+                .packages
+                .iter()
+                .map(|p| {
+                    let (status, reason) = match &p.outcome {
+                        PackageOutcome::Added => ("added", None),
+                        PackageOutcome::AlreadyPresent => ("already_present", None),
+                        PackageOutcome::Rejected(r) => ("rejected", Some(r.clone())),
+                    };
+                    json!({"package": p.name, "episode_id": p.episode_id, "status": status, "reason": reason})
+                })
+                .collect();
+            let summary = json!({
+                "added": report.added(), "already_present": report.already_present(), "rejected": report.rejected(),
+                "bytes_read": report.bytes_read, "blobs_added": report.blobs_added, "batches": report.batches,
+                "seconds": seconds, "packages": packages,
+            });
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+        }
+        _ => {
+            for (name, reason) in &rejected {
+                eprintln!("rejected: {reason}");
+                let _ = name;
+            }
+            let rate = report.packages.len() as f64 / seconds.max(1e-9);
+            println!(
+                "{} added, {} already present, {} rejected ({} packages, {:.1} MB in {:.2} s: {:.0} packages/s, {:.1} MB/s)",
+                report.added(),
+                report.already_present(),
+                report.rejected(),
+                report.packages.len(),
+                report.bytes_read as f64 / 1e6,
+                seconds,
+                rate,
+                report.bytes_read as f64 / 1e6 / seconds.max(1e-9),
+            );
+            if report.added() == 0 && report.rejected() == 0 && !report.packages.is_empty() {
+                println!("nothing new: the store is unchanged");
+            }
+        }
+    }
+    Ok(if rejected.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub fn sql(store_dir: &Path, query: &str, format: OutputFormat) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let engine = Engine::open(&store)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let batches = runtime.block_on(engine.query(query))?;
+    let text = format_batches(&batches, sql_format(format))?;
+    println!("{}", text.trim_end());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn ls(store_dir: &Path, format: OutputFormat) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let cells = store.snapshot()?.cells()?;
+    let rows: Vec<Vec<Value>> =
+        cells.iter().map(|c| vec![json!(c.model), json!(c.harness_level), json!(c.task), json!(c.episodes)]).collect();
+    print_rows(&["model", "harness_level", "task", "episodes"], &rows, format);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(store_dir: &Path, episode: &str, format: OutputFormat) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let snapshot = store.snapshot()?;
+    let id = snapshot.resolve(episode)?;
+    let r = snapshot.episode(&id)?.context("episode vanished")?;
+    let counts: Vec<Value> = epistore_package::TRACE_FILES
+        .iter()
+        .zip(r.trace_counts)
+        .map(|((file, _), n)| json!({"trace": file, "records": n}))
+        .collect();
+    let value = json!({
+        "episode_id": hex(&r.id),
+        "episode": r.manifest.episode,
+        "model": r.manifest.model,
+        "harness_level": r.manifest.harness_level,
+        "task": r.manifest.task,
+        "cluster": r.manifest.cluster,
+        "seed": r.manifest.seed,
+        "attempt": r.manifest.attempt,
+        "label": r.outcome.label,
+        "agent_reported_complete": r.outcome.agent_reported_complete,
+        "posture": r.derived.posture,
+        "recorded_posture": r.outcome.recorded_posture,
+        "admission": r.outcome.admission,
+        "correct": r.outcome.correct,
+        "final_revision": r.derived.final_revision,
+        "stop_reason": r.outcome.stop_reason,
+        "ingest_seq": r.ingest_seq,
+        "source": r.source,
+        "traces": counts,
+        "files": r.files.iter().map(|f| json!({"path": f.path, "bytes": f.size, "blake3": hex(&f.hash)})).collect::<Vec<_>>(),
+    });
+    match format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&value)?),
+        _ => {
+            let Value::Object(map) = &value else { unreachable!() };
+            let rows: Vec<Vec<Value>> = map
+                .iter()
+                .filter(|(k, _)| *k != "files" && *k != "traces")
+                .map(|(k, v)| vec![json!(k), v.clone()])
+                .collect();
+            print_rows(&["field", "value"], &rows, format);
+            let traces: Vec<Vec<Value>> = epistore_package::TRACE_FILES
+                .iter()
+                .zip(r.trace_counts)
+                .map(|((file, _), n)| vec![json!(file), n.map_or(json!("not recorded"), |n| json!(n))])
+                .collect();
+            print_rows(&["trace", "records"], &traces, format);
+            let files: Vec<Vec<Value>> =
+                r.files.iter().map(|f| vec![json!(f.path), json!(f.size), json!(hex(&f.hash))]).collect();
+            print_rows(&["file", "bytes", "blake3"], &files, format);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn export_package(store_dir: &Path, episode: &str, dir: &Path) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let snapshot = store.snapshot()?;
+    let id = snapshot.resolve(episode)?;
+    let record = snapshot.export_package(&id, dir)?;
+    println!("wrote {} files ({} bytes) of episode {} to {}", record.files.len(), record.package_bytes(), hex(&id), dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn verify(store_dir: &Path, format: OutputFormat) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let report = store.snapshot()?.verify()?;
+    let intact = report.problems.is_empty();
+    match format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "intact": intact, "episodes": report.episodes, "blobs": report.blobs, "blob_bytes": report.blob_bytes,
+                "cells": report.cells, "batches": report.batches, "problems": report.problems,
+            }))?
+        ),
+        _ => {
+            println!(
+                "{}: {} episodes, {} blobs ({} bytes), {} cell index entries, {} ingest batches",
+                if intact { "intact" } else { "DAMAGED" },
+                report.episodes,
+                report.blobs,
+                report.blob_bytes,
+                report.cells,
+                report.batches
+            );
+            for p in &report.problems {
+                println!("problem: {p}");
+            }
+        }
+    }
+    Ok(if intact { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

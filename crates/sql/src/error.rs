@@ -1,0 +1,11 @@
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] epistore_store::Error),
+    #[error("{0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error("{0}")]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

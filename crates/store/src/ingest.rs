@@ -1,0 +1,278 @@
+//! Ingest: read, validate, hash and compress packages in parallel (rayon); one writer
+//! commits them in batches.
+//!
+//! Packages are prepared a chunk at a time on the rayon pool while the writer commits
+//! the previous chunk, so memory stays bounded by two chunks whatever the input size.
+//! A chunk is one write transaction: every package in it is committed whole, or (on a
+//! crash) not at all. A rejected package is never handed to the writer.
+
+use std::collections::HashSet;
+use std::sync::mpsc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use epistore_package::{hex, parse_package, read_source, Hash, Limits, RawPackage, Source, TRACE_FILES};
+use rayon::prelude::*;
+use redb::{ReadableDatabase, ReadableTable};
+
+use crate::codec;
+use crate::error::{Error, Result};
+use crate::read::IngestBatch;
+use crate::tables::{EpisodeRecord, FileEntry, BLOBS, CELLS, EPISODES, INGEST_LOG, TRACES};
+use crate::Store;
+
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    pub limits: Limits,
+    /// Sources prepared per chunk (and packages per transaction, roughly).
+    pub chunk_sources: usize,
+    /// Recorded in the ingest log: what was ingested (paths given on the command line).
+    pub label: String,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions { limits: Limits::default(), chunk_sources: 512, label: String::new() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Added,
+    AlreadyPresent,
+    Rejected(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct PackageResult {
+    /// The package as named to the user (directory, or `archive!dir`).
+    pub name: String,
+    /// Hex episode id, when the package could be read.
+    pub episode_id: Option<String>,
+    pub outcome: Outcome,
+}
+
+/// What one ingest did.
+#[derive(Debug, Clone, Default)]
+pub struct IngestReport {
+    pub packages: Vec<PackageResult>,
+    /// Bytes of package files read.
+    pub bytes_read: u64,
+    /// New blobs written (files not seen before in the store).
+    pub blobs_added: u64,
+    /// Ingest-log sequence numbers of the batches written.
+    pub batches: Vec<u64>,
+}
+
+impl IngestReport {
+    pub fn count(&self, f: impl Fn(&Outcome) -> bool) -> usize {
+        self.packages.iter().filter(|p| f(&p.outcome)).count()
+    }
+    pub fn added(&self) -> usize {
+        self.count(|o| *o == Outcome::Added)
+    }
+    pub fn already_present(&self) -> usize {
+        self.count(|o| *o == Outcome::AlreadyPresent)
+    }
+    pub fn rejected(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Rejected(_)))
+    }
+}
+
+/// Progress after each committed chunk.
+#[derive(Debug, Clone, Copy)]
+pub struct IngestProgress {
+    pub sources_done: usize,
+    pub sources_total: usize,
+    pub packages_done: usize,
+    pub bytes_read: u64,
+}
+
+/// A package ready to commit: everything CPU-heavy already done.
+struct Prepared {
+    name: String,
+    id: Hash,
+    /// (hash, encoded blob) of every file.
+    blobs: Vec<(Hash, Vec<u8>)>,
+    record: EpisodeRecord,
+    traces: Vec<u8>,
+    bytes: u64,
+}
+
+enum Item {
+    Ready(Box<Prepared>),
+    Rejected { name: String, id: Option<Hash>, reason: String },
+}
+
+fn prepare(raw: RawPackage) -> Item {
+    let episode = match parse_package(&raw) {
+        Ok(e) => e,
+        Err(problem) => return Item::Rejected { name: raw.name, id: Some(raw.id), reason: problem.to_string() },
+    };
+    let trace_counts = TRACE_FILES.map(|(_, kind)| episode.trace_len(kind).map(|n| n as u32));
+    let record = EpisodeRecord {
+        id: raw.id,
+        ingest_seq: 0, // set by the writer
+        source: raw.name.clone(),
+        files: raw.files.iter().map(|f| FileEntry { path: f.path.clone(), hash: f.hash, size: f.bytes.len() as u64 }).collect(),
+        manifest: episode.manifest.clone(),
+        outcome: episode.outcome.clone(),
+        derived: episode.derived.clone(),
+        trace_counts,
+    };
+    let traces = codec::encode_compressed(&episode);
+    let bytes = raw.total_bytes();
+    let blobs = raw.files.iter().map(|f| (f.hash, codec::encode_blob(&f.bytes))).collect();
+    Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, blobs, record, traces, bytes }))
+}
+
+fn prepare_chunk(sources: &[Source], limits: &Limits) -> Vec<Item> {
+    sources
+        .par_iter()
+        .flat_map_iter(|source| read_source(source, limits))
+        .map(|read| match read {
+            Ok(raw) => prepare(raw),
+            Err(e) => Item::Rejected { name: name_of(&e), id: None, reason: e.to_string() },
+        })
+        .collect()
+}
+
+fn name_of(e: &epistore_package::Error) -> String {
+    match e {
+        epistore_package::Error::Invalid(p) => p.package.clone(),
+        epistore_package::Error::Io { path, .. } | epistore_package::Error::Archive { path, .. } => {
+            path.display().to_string()
+        }
+    }
+}
+
+impl Store {
+    /// Ingests every package of `sources`. Valid packages go in even when others are
+    /// rejected; the report says which is which. Errors are storage failures only.
+    pub fn ingest(
+        &self,
+        sources: &[Source],
+        options: &IngestOptions,
+        mut progress: impl FnMut(IngestProgress),
+    ) -> Result<IngestReport> {
+        let db = self.writer()?;
+        let mut report = IngestReport::default();
+        let chunk = options.chunk_sources.max(1);
+        let mut done = IngestProgress { sources_done: 0, sources_total: sources.len(), packages_done: 0, bytes_read: 0 };
+
+        std::thread::scope(|scope| -> Result<()> {
+            // Preparation runs one chunk ahead of the writer.
+            let (tx, rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(1);
+            let limits = options.limits;
+            scope.spawn(move || {
+                for part in sources.chunks(chunk) {
+                    if tx.send((part.len(), prepare_chunk(part, &limits))).is_err() {
+                        break; // the writer failed and stopped listening
+                    }
+                }
+            });
+            let mut seen_this_run: HashSet<Hash> = HashSet::new();
+            for (n_sources, items) in rx {
+                self.commit_chunk(db, items, options, &mut seen_this_run, &mut report)?;
+                done.sources_done += n_sources;
+                done.packages_done = report.packages.len();
+                done.bytes_read = report.bytes_read;
+                progress(done);
+            }
+            Ok(())
+        })?;
+        Ok(report)
+    }
+
+    fn commit_chunk(
+        &self,
+        db: &redb::Database,
+        items: Vec<Item>,
+        options: &IngestOptions,
+        seen_this_run: &mut HashSet<Hash>,
+        report: &mut IngestReport,
+    ) -> Result<()> {
+        let mut results = Vec::with_capacity(items.len());
+        let mut to_write = Vec::new();
+        {
+            // Cheap existence checks first, on a read snapshot, so a chunk of
+            // already-present packages opens no write transaction at all.
+            let read = db.begin_read().map_err(Error::redb)?;
+            let episodes = read.open_table(EPISODES).map_err(Error::redb)?;
+            for item in items {
+                match item {
+                    Item::Rejected { name, id, reason } => results.push(PackageResult {
+                        name,
+                        episode_id: id.as_ref().map(hex),
+                        outcome: Outcome::Rejected(reason),
+                    }),
+                    Item::Ready(p) => {
+                        report.bytes_read += p.bytes;
+                        let present = !seen_this_run.insert(p.id) || episodes.get(p.id).map_err(Error::redb)?.is_some();
+                        let outcome = if present { Outcome::AlreadyPresent } else { Outcome::Added };
+                        results.push(PackageResult { name: p.name.clone(), episode_id: Some(hex(&p.id)), outcome });
+                        if !present {
+                            to_write.push(p);
+                        }
+                    }
+                }
+            }
+        }
+        if !to_write.is_empty() {
+            let seq = self.write_batch(db, to_write, &options.label, report)?;
+            report.batches.push(seq);
+        }
+        report.packages.extend(results);
+        Ok(())
+    }
+
+    /// One transaction: blobs, records, traces, cell index and the log entry.
+    fn write_batch(
+        &self,
+        db: &redb::Database,
+        mut packages: Vec<Box<Prepared>>,
+        label: &str,
+        report: &mut IngestReport,
+    ) -> Result<u64> {
+        let txn = db.begin_write().map_err(Error::redb)?;
+        let seq;
+        {
+            let mut log = txn.open_table(INGEST_LOG).map_err(Error::redb)?;
+            seq = log.last().map_err(Error::redb)?.map(|(k, _)| k.value() + 1).unwrap_or(1);
+            let mut blobs = txn.open_table(BLOBS).map_err(Error::redb)?;
+            let mut episodes = txn.open_table(EPISODES).map_err(Error::redb)?;
+            let mut traces = txn.open_table(TRACES).map_err(Error::redb)?;
+            let mut cells = txn.open_table(CELLS).map_err(Error::redb)?;
+            // Sorted keys make the B-tree inserts far cheaper than random order.
+            let mut all_blobs: Vec<(Hash, Vec<u8>)> =
+                packages.iter_mut().flat_map(|p| std::mem::take(&mut p.blobs)).collect();
+            all_blobs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            all_blobs.dedup_by(|a, b| a.0 == b.0);
+            for (hash, stored) in &all_blobs {
+                // Never rewrite: a blob already present is the same bytes by construction.
+                if blobs.get(*hash).map_err(Error::redb)?.is_none() {
+                    blobs.insert(*hash, stored.as_slice()).map_err(Error::redb)?;
+                    report.blobs_added += 1;
+                }
+            }
+            packages.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+            for p in &mut packages {
+                p.record.ingest_seq = seq;
+                let m = &p.record.manifest;
+                episodes.insert(p.id, codec::encode(&p.record).as_slice()).map_err(Error::redb)?;
+                traces.insert(p.id, p.traces.as_slice()).map_err(Error::redb)?;
+                cells
+                    .insert((m.model.as_str(), m.harness_level.as_str(), m.task.as_str(), p.id), seq)
+                    .map_err(Error::redb)?;
+            }
+            let batch = IngestBatch {
+                seq,
+                unix_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+                label: label.to_string(),
+                episodes: packages.iter().map(|p| p.id).collect(),
+            };
+            log.insert(seq, codec::encode(&batch).as_slice()).map_err(Error::redb)?;
+        }
+        txn.commit().map_err(Error::redb)?;
+        Ok(seq)
+    }
+}

@@ -1,0 +1,299 @@
+//! Reading a consistent snapshot: episodes, the cell index, blobs, the ingest log,
+//! and `verify`.
+
+use std::collections::{BTreeMap, HashSet};
+
+use epistore_package::{episode_id, hex, parse_hex, Episode, Hash};
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
+use serde::{Deserialize, Serialize};
+
+use crate::codec;
+use crate::error::{Error, Result};
+use crate::tables::{decode_record, EpisodeRecord, BLOBS, CELLS, EPISODES, INGEST_LOG, TRACES};
+
+/// One entry of the append-only ingest log: a committed write transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngestBatch {
+    pub seq: u64,
+    pub unix_ms: u64,
+    /// What was ingested, as the user named it.
+    pub label: String,
+    /// Episodes this batch added, in id order.
+    pub episodes: Vec<Hash>,
+}
+
+/// A cell and how many episodes it holds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cell {
+    pub model: String,
+    pub harness_level: String,
+    pub task: String,
+    pub episodes: u64,
+}
+
+/// What `verify` found. The store is intact when `problems` is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub blobs: u64,
+    pub blob_bytes: u64,
+    pub episodes: u64,
+    pub cells: u64,
+    pub batches: u64,
+    pub problems: Vec<String>,
+}
+
+/// A read transaction: everything seen through it is as of one commit.
+pub struct Snapshot {
+    txn: ReadTransaction,
+}
+
+macro_rules! table {
+    ($txn:expr, $def:expr) => {
+        $txn.open_table($def).map_err(Error::redb)?
+    };
+}
+
+impl Snapshot {
+    pub(crate) fn new(txn: ReadTransaction) -> Snapshot {
+        Snapshot { txn }
+    }
+
+    pub fn episode_count(&self) -> Result<u64> {
+        table!(self.txn, EPISODES).len().map_err(Error::redb)
+    }
+
+    /// The latest ingest-log sequence number (0 for an empty store): names this snapshot.
+    pub fn ingest_seq(&self) -> Result<u64> {
+        Ok(table!(self.txn, INGEST_LOG).last().map_err(Error::redb)?.map(|(k, _)| k.value()).unwrap_or(0))
+    }
+
+    /// Visits every episode record in id order.
+    pub fn for_each_episode(&self, mut f: impl FnMut(EpisodeRecord) -> Result<()>) -> Result<()> {
+        for entry in table!(self.txn, EPISODES).iter().map_err(Error::redb)? {
+            let (_, value) = entry.map_err(Error::redb)?;
+            f(decode_record(value.value())?)?;
+        }
+        Ok(())
+    }
+
+    pub fn episodes(&self) -> Result<Vec<EpisodeRecord>> {
+        let mut out = Vec::new();
+        self.for_each_episode(|r| {
+            out.push(r);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Episode ids of one cell, read through the cell index (other cells are not touched).
+    /// `harness_level` and `task` narrow the prefix when given.
+    pub fn episode_ids_in(&self, model: &str, harness_level: Option<&str>, task: Option<&str>) -> Result<Vec<Hash>> {
+        let cells = table!(self.txn, CELLS);
+        let (lo_level, hi_level) = match harness_level {
+            Some(l) => (l, l),
+            None => ("", "\u{10FFFF}"),
+        };
+        let (lo_task, hi_task) = match task {
+            Some(t) => (t, t),
+            None => ("", "\u{10FFFF}"),
+        };
+        let mut out = Vec::new();
+        let range = cells
+            .range((model, lo_level, lo_task, [0u8; 32])..=(model, hi_level, hi_task, [0xffu8; 32]))
+            .map_err(Error::redb)?;
+        for entry in range {
+            let (key, _) = entry.map_err(Error::redb)?;
+            let (_, level, t, id) = key.value();
+            // The tuple range is lexicographic: keep exact matches of the narrowed keys.
+            if harness_level.is_none_or(|l| l == level) && task.is_none_or(|x| x == t) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn episode(&self, id: &Hash) -> Result<Option<EpisodeRecord>> {
+        match table!(self.txn, EPISODES).get(*id).map_err(Error::redb)? {
+            Some(v) => Ok(Some(decode_record(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The typed traces of an episode, with derived state.
+    pub fn episode_traces(&self, id: &Hash) -> Result<Option<Episode>> {
+        match table!(self.txn, TRACES).get(*id).map_err(Error::redb)? {
+            Some(v) => Ok(Some(codec::decode_compressed(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Resolves a full id or a unique hex prefix (at least 4 characters) to an id.
+    pub fn resolve(&self, text: &str) -> Result<Hash> {
+        let text = text.trim().to_ascii_lowercase();
+        if let Some(id) = parse_hex(&text) {
+            return Ok(id);
+        }
+        if text.len() < 4 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::NoEpisode(text));
+        }
+        // Ids are keys in byte order, so a hex prefix is a key range.
+        let mut lo = [0u8; 32];
+        let mut hi = [0xffu8; 32];
+        for (i, pair) in text.as_bytes().chunks(2).enumerate() {
+            let s = std::str::from_utf8(pair).expect("ascii");
+            if pair.len() == 2 {
+                let b = u8::from_str_radix(s, 16).expect("hex digits");
+                lo[i] = b;
+                hi[i] = b;
+            } else {
+                let nibble = u8::from_str_radix(s, 16).expect("hex digit");
+                lo[i] = nibble << 4;
+                hi[i] = (nibble << 4) | 0x0f;
+            }
+        }
+        let episodes = table!(self.txn, EPISODES);
+        let mut found = episodes.range(lo..=hi).map_err(Error::redb)?;
+        let first = found.next().transpose().map_err(Error::redb)?.map(|(k, _)| k.value());
+        match (first, found.next()) {
+            (None, _) => Err(Error::NoEpisode(text)),
+            (Some(id), None) => Ok(id),
+            (Some(_), Some(_)) => Err(Error::Ambiguous(text)),
+        }
+    }
+
+    /// The original bytes of a file.
+    pub fn blob(&self, hash: &Hash) -> Result<Vec<u8>> {
+        match table!(self.txn, BLOBS).get(*hash).map_err(Error::redb)? {
+            Some(v) => codec::decode_blob(v.value()),
+            None => Err(Error::Corrupt(format!("missing blob {}", hex(hash)))),
+        }
+    }
+
+    /// Writes an episode's package into `dir`, byte-identical to what was ingested.
+    /// Refuses to overwrite existing files.
+    pub fn export_package(&self, id: &Hash, dir: &std::path::Path) -> Result<EpisodeRecord> {
+        let record = self.episode(id)?.ok_or_else(|| Error::NoEpisode(hex(id)))?;
+        let io = |path: &std::path::Path, e| Error::Io { path: path.to_path_buf(), source: e };
+        for file in &record.files {
+            let bytes = self.blob(&file.hash)?;
+            let target = dir.join(&file.path);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+            }
+            let mut out = std::fs::OpenOptions::new().write(true).create_new(true).open(&target).map_err(|e| io(&target, e))?;
+            std::io::Write::write_all(&mut out, &bytes).map_err(|e| io(&target, e))?;
+        }
+        Ok(record)
+    }
+
+    /// Cells with their episode counts, in key order, read from the cell index.
+    pub fn cells(&self) -> Result<Vec<Cell>> {
+        let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        for entry in table!(self.txn, CELLS).iter().map_err(Error::redb)? {
+            let (key, _) = entry.map_err(Error::redb)?;
+            let (m, l, t, _) = key.value();
+            *counts.entry((m.to_string(), l.to_string(), t.to_string())).or_default() += 1;
+        }
+        Ok(counts.into_iter().map(|((model, harness_level, task), episodes)| Cell { model, harness_level, task, episodes }).collect())
+    }
+
+    pub fn ingest_log(&self) -> Result<Vec<IngestBatch>> {
+        let mut out = Vec::new();
+        for entry in table!(self.txn, INGEST_LOG).iter().map_err(Error::redb)? {
+            let (_, value) = entry.map_err(Error::redb)?;
+            out.push(codec::decode(value.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Re-hashes every blob and checks every table against the others. Never stops at
+    /// the first problem: it reports them all.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let mut report = VerifyReport::default();
+        let mut blob_ids = HashSet::new();
+        for entry in table!(self.txn, BLOBS).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            let key = key.value();
+            report.blobs += 1;
+            match codec::decode_blob(value.value()) {
+                Ok(bytes) => {
+                    report.blob_bytes += bytes.len() as u64;
+                    if *blake3::hash(&bytes).as_bytes() != key {
+                        report.problems.push(format!("blob {} does not hash to its key", hex(&key)));
+                    }
+                }
+                Err(e) => report.problems.push(format!("blob {}: {e}", hex(&key))),
+            }
+            blob_ids.insert(key);
+        }
+
+        let traces = table!(self.txn, TRACES);
+        let mut cells_expected = HashSet::new();
+        let mut ids = HashSet::new();
+        for entry in table!(self.txn, EPISODES).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            let key = key.value();
+            report.episodes += 1;
+            ids.insert(key);
+            let name = hex(&key);
+            let record = match decode_record(value.value()) {
+                Ok(r) => r,
+                Err(e) => {
+                    report.problems.push(format!("episode {name}: {e}"));
+                    continue;
+                }
+            };
+            if record.id != key {
+                report.problems.push(format!("episode {name}: record names id {}", hex(&record.id)));
+            }
+            if episode_id(record.files.iter().map(|f| (f.path.as_str(), &f.hash))) != key {
+                report.problems.push(format!("episode {name}: file listing does not hash to the id"));
+            }
+            for file in &record.files {
+                if !blob_ids.contains(&file.hash) {
+                    report.problems.push(format!("episode {name}: file {} has no blob", file.path));
+                }
+            }
+            match traces.get(key).map_err(Error::redb)? {
+                None => report.problems.push(format!("episode {name}: no trace record")),
+                Some(v) => {
+                    if let Err(e) = codec::decode_compressed::<Episode>(v.value()) {
+                        report.problems.push(format!("episode {name}: trace record: {e}"));
+                    }
+                }
+            }
+            let m = &record.manifest;
+            cells_expected.insert((m.model.clone(), m.harness_level.clone(), m.task.clone(), key));
+        }
+        if traces.len().map_err(Error::redb)? != report.episodes {
+            report.problems.push("trace records and episodes differ in number".into());
+        }
+
+        for entry in table!(self.txn, CELLS).iter().map_err(Error::redb)? {
+            let (key, _) = entry.map_err(Error::redb)?;
+            let (m, l, t, id) = key.value();
+            report.cells += 1;
+            if !cells_expected.remove(&(m.to_string(), l.to_string(), t.to_string(), id)) {
+                report.problems.push(format!("cell index entry ({m}, {l}, {t}, {}) names no such episode", hex(&id)));
+            }
+        }
+        for (m, l, t, id) in cells_expected {
+            report.problems.push(format!("episode {} is missing from the cell index ({m}, {l}, {t})", hex(&id)));
+        }
+
+        let mut logged = HashSet::new();
+        for batch in self.ingest_log()? {
+            report.batches += 1;
+            for id in batch.episodes {
+                if !ids.contains(&id) {
+                    report.problems.push(format!("ingest batch {} names missing episode {}", batch.seq, hex(&id)));
+                }
+                logged.insert(id);
+            }
+        }
+        for id in ids.difference(&logged) {
+            report.problems.push(format!("episode {} is in no ingest batch", hex(id)));
+        }
+        Ok(report)
+    }
+}

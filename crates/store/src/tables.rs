@@ -1,0 +1,97 @@
+//! Table definitions and the records stored in them. The byte layout of every table
+//! is described in `docs/store-format.md`; change both together.
+
+use epistore_package::{Derived, Hash, Manifest, Outcome};
+use redb::{ReadTransaction, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use crate::codec;
+use crate::error::{Error, Result};
+
+/// Format of the store itself (not of packages). Bumped on any incompatible change.
+pub const STORE_FORMAT: &str = "epistore-store/1";
+
+/// `"format"` -> store format; room for more settings.
+pub(crate) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
+/// blake3(file bytes) -> codec-tagged file bytes (see `codec::encode_blob`).
+pub(crate) const BLOBS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("blobs");
+/// episode id -> bincode [`EpisodeRecord`]: what the `episodes` table shows.
+pub(crate) const EPISODES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("episodes");
+/// episode id -> zstd(bincode [`epistore_package::Episode`]): every typed record with
+/// its derived state, so queries never re-parse JSON.
+pub(crate) const TRACES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("traces");
+/// (model, harness level, task, episode id) -> ingest sequence: the cell index. A
+/// range scan over one (model, level, task) prefix reads one cell only.
+pub(crate) const CELLS: TableDefinition<(&str, &str, &str, [u8; 32]), u64> = TableDefinition::new("cells");
+/// ingest sequence -> bincode [`crate::IngestBatch`]: the append-only ingest log.
+pub(crate) const INGEST_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("ingest_log");
+
+/// One file of a stored package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub hash: Hash,
+    pub size: u64,
+}
+
+/// The summary of one episode: what it is, where it came from, its files, and its
+/// derived state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub id: Hash,
+    /// The ingest-log entry that added it.
+    pub ingest_seq: u64,
+    /// Where it was read from (a directory or `archive!dir`).
+    pub source: String,
+    /// Files in bytewise path order, as the id was computed over them.
+    pub files: Vec<FileEntry>,
+    pub manifest: Manifest,
+    pub outcome: Outcome,
+    pub derived: Derived,
+    /// Records per trace, in `epistore_package::TRACE_FILES` order; `None`: not recorded.
+    pub trace_counts: [Option<u32>; 7],
+}
+
+impl EpisodeRecord {
+    pub fn package_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+    pub fn has_file(&self, path: &str) -> bool {
+        self.files.iter().any(|f| f.path == path)
+    }
+}
+
+pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
+    let txn = db.begin_write().map_err(Error::redb)?;
+    {
+        let mut meta = txn.open_table(META).map_err(Error::redb)?;
+        let found = meta.get("format").map_err(Error::redb)?.map(|v| v.value().to_string());
+        match found {
+            None => {
+                meta.insert("format", STORE_FORMAT).map_err(Error::redb)?;
+            }
+            Some(f) if f == STORE_FORMAT => {}
+            Some(f) => return Err(Error::Format { found: f, expected: STORE_FORMAT.into() }),
+        }
+        // Create every table so readers never meet a missing one.
+        txn.open_table(BLOBS).map_err(Error::redb)?;
+        txn.open_table(EPISODES).map_err(Error::redb)?;
+        txn.open_table(TRACES).map_err(Error::redb)?;
+        txn.open_table(CELLS).map_err(Error::redb)?;
+        txn.open_table(INGEST_LOG).map_err(Error::redb)?;
+    }
+    txn.commit().map_err(Error::redb)
+}
+
+pub(crate) fn check_format(txn: &ReadTransaction) -> Result<()> {
+    let meta = txn.open_table(META).map_err(Error::redb)?;
+    let found = meta.get("format").map_err(Error::redb)?.map(|v| v.value().to_string()).unwrap_or_default();
+    if found != STORE_FORMAT {
+        return Err(Error::Format { found, expected: STORE_FORMAT.into() });
+    }
+    Ok(())
+}
+
+pub(crate) fn decode_record(bytes: &[u8]) -> Result<EpisodeRecord> {
+    codec::decode(bytes)
+}
