@@ -72,12 +72,12 @@ fn open_read(store: &Path) -> Result<Store> {
     Store::open_read_only(store).with_context(|| format!("opening the store at {}", store.display()))
 }
 
-pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: bool) -> Result<ExitCode> {
+pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: bool, chunk: usize) -> Result<ExitCode> {
     let started = Instant::now();
     let sources = discover(paths)?;
     let store = Store::open_or_create(store_dir)?;
     let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
-    let options = IngestOptions { label, ..IngestOptions::default() };
+    let options = IngestOptions { label, chunk_sources: chunk, ..IngestOptions::default() };
 
     let bar = if quiet || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
@@ -126,9 +126,8 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
             println!("{}", serde_json::to_string_pretty(&summary)?);
         }
         _ => {
-            for (name, reason) in &rejected {
+            for (_, reason) in &rejected {
                 eprintln!("rejected: {reason}");
-                let _ = name;
             }
             let rate = report.packages.len() as f64 / seconds.max(1e-9);
             println!(

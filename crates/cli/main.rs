@@ -55,6 +55,9 @@ enum Command {
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
+        /// Sources prepared and committed per write transaction.
+        #[arg(long, default_value_t = 512, hide_short_help = true)]
+        chunk: usize,
     },
     /// Run one read-only SQL query (DataFusion dialect) over the store's tables.
     ///
@@ -92,7 +95,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Ingest { paths, format, quiet } => commands::ingest(&cli.store, &paths, format, quiet),
+        Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
         Command::Sql { query, format } => commands::sql(&cli.store, &query, format),
         Command::Ls { format } => commands::ls(&cli.store, format),
         Command::Show { episode, format } => commands::show(&cli.store, &episode, format),

@@ -1,1 +1,10 @@
+//! The one integration-test binary: drives the `epistore` executable and the library
+//! crates end to end. Each module is one area of behaviour.
 
+mod util;
+
+mod concurrency;
+mod crash;
+mod dataset;
+mod ingest;
+mod rejections;

@@ -189,9 +189,33 @@ impl<'a> Obj<'a> {
     /// The fields this build does not interpret, as JSON object text; `None` when all
     /// fields are known.
     pub fn extra(&self, known: &[&str]) -> Option<String> {
-        let unknown: Map<String, Value> =
-            self.map.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-        (!unknown.is_empty()).then(|| Value::Object(unknown).to_string())
+        extra_text(self.unknown(known))
+    }
+
+    /// The fields this build does not interpret, with their values.
+    pub fn unknown(&self, known: &[&str]) -> Map<String, Value> {
+        self.map.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+}
+
+/// `extra` as stored: JSON object text, `None` when nothing is unknown.
+pub(crate) fn extra_text(unknown: Map<String, Value>) -> Option<String> {
+    (!unknown.is_empty()).then(|| Value::Object(unknown).to_string())
+}
+
+/// Keeps the unknown fields of a nested object under its parent's key in `extra`
+/// (`{"model": {"context_window": 32768}}`), so that nothing the recorder wrote is lost.
+pub(crate) fn nest_unknown(extra: &mut Map<String, Value>, key: &str, unknown: Map<String, Value>) {
+    if !unknown.is_empty() {
+        extra.insert(key.to_string(), Value::Object(unknown));
+    }
+}
+
+/// Keeps the unknown fields of the objects of an array under the array's key in
+/// `extra`, one object per item (`{}` for an item with none), so positions still match.
+pub(crate) fn nest_unknown_items(extra: &mut Map<String, Value>, key: &str, items: Vec<Map<String, Value>>) {
+    if items.iter().any(|m| !m.is_empty()) {
+        extra.insert(key.to_string(), Value::Array(items.into_iter().map(Value::Object).collect()));
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::derive::derive_state;
 use crate::error::Problem;
-use crate::fields::{FieldResult, Obj, Place};
+use crate::fields::{extra_text, nest_unknown, nest_unknown_items, FieldResult, Obj, Place};
 use crate::model::*;
 use crate::source::RawPackage;
 use crate::FORMAT_V1;
@@ -19,10 +19,11 @@ const JSON_REPORTS: &[&str] = &["reports/verification.json", "reports/final.json
 /// Validates a package and returns its typed form with derived state filled in.
 pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
     let name = raw.name.as_str();
-    let manifest_bytes =
-        raw.file(MANIFEST).ok_or_else(|| Box::new(Problem::package(name, "required file `manifest.json` is missing")))?;
-    let outcome_bytes =
-        raw.file(OUTCOME).ok_or_else(|| Box::new(Problem::package(name, "required file `outcome.json` is missing")))?;
+    let required_file = |file: &str| {
+        raw.file(file).ok_or_else(|| Box::new(place(name, file, None).problem(None, "required file is missing")))
+    };
+    let manifest_bytes = required_file(MANIFEST)?;
+    let outcome_bytes = required_file(OUTCOME)?;
 
     let manifest_value = parse_json(name, MANIFEST, manifest_bytes)?;
     let manifest = parse_manifest(&Obj::new(&manifest_value, place(name, MANIFEST, None), "")?)?;
@@ -303,15 +304,40 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
     let task = o.required("task", o.object("task"))?;
     let repository = o.object("repository")?;
     let mut requirements = Vec::new();
+    let mut requirements_unknown = Vec::new();
     for (i, item) in o.array("requirements")?.into_iter().flatten().enumerate() {
         let r = Obj::new(item, o.place, &format!("requirements[{i}]."))?;
         requirements.push(Requirement { id: r.string_req("id")?, text: r.string("text")? });
+        requirements_unknown.push(r.unknown(&["id", "text"]));
     }
     let tags = match o.object("tags")? {
         Some(t) => Some(Value::Object(t.map.clone()).to_string()),
         None => None,
     };
     let task_id = task.string_req("id")?;
+    // Unknown fields are kept (spec 6), nested ones under their parent's key.
+    let mut extra = o.unknown(&[
+        "format",
+        "episode",
+        "model",
+        "harness",
+        "task",
+        "repository",
+        "requirements",
+        "seed",
+        "attempt",
+        "started_at",
+        "ended_at",
+        "trace_complete",
+        "tags",
+    ]);
+    nest_unknown(&mut extra, "model", model.unknown(&["name", "version", "provider"]));
+    nest_unknown(&mut extra, "harness", harness.unknown(&["name", "level", "version", "components"]));
+    nest_unknown(&mut extra, "task", task.unknown(&["id", "family", "cluster"]));
+    if let Some(r) = &repository {
+        nest_unknown(&mut extra, "repository", r.unknown(&["url", "commit"]));
+    }
+    nest_unknown_items(&mut extra, "requirements", requirements_unknown);
     Ok(Manifest {
         format,
         episode: o.string_req("episode")?,
@@ -334,34 +360,23 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
         ended_at: o.timestamp("ended_at")?,
         trace_complete: o.boolean("trace_complete")?.unwrap_or(true),
         tags,
-        extra: o.extra(&[
-            "format",
-            "episode",
-            "model",
-            "harness",
-            "task",
-            "repository",
-            "requirements",
-            "seed",
-            "attempt",
-            "started_at",
-            "ended_at",
-            "trace_complete",
-            "tags",
-        ]),
+        extra: extra_text(extra),
     })
 }
 
 fn parse_outcome(o: &Obj) -> FieldResult<Outcome> {
     let label = o.required("label", o.enumerated("label", LABELS))?;
     let mut requirements = Vec::new();
+    let mut requirements_unknown = Vec::new();
     for (i, item) in o.array("requirements")?.into_iter().flatten().enumerate() {
         let r = Obj::new(item, o.place, &format!("requirements[{i}]."))?;
         requirements.push(RequirementStatus {
             id: r.string_req("id")?,
             status: r.enumerated("status", REQUIREMENT_STATUSES)?,
         });
+        requirements_unknown.push(r.unknown(&["id", "status"]));
     }
+    let mut locations_unknown = Vec::new();
     let fault_locations = match o.array("fault_locations")? {
         None => None,
         Some(items) => {
@@ -370,10 +385,14 @@ fn parse_outcome(o: &Obj) -> FieldResult<Outcome> {
                 let field = format!("fault_locations[{i}]");
                 match item {
                     // The contract writes objects; a bare string is read the same way.
-                    Value::String(s) => out.push(s.clone()),
+                    Value::String(s) => {
+                        out.push(s.clone());
+                        locations_unknown.push(Default::default());
+                    }
                     value => {
                         let loc = Obj::new(value, o.place, &format!("{field}."))?;
                         out.push(loc.string_req("location")?);
+                        locations_unknown.push(loc.unknown(&["location"]));
                     }
                 }
             }
@@ -384,6 +403,30 @@ fn parse_outcome(o: &Obj) -> FieldResult<Outcome> {
     let cost = o.object("cost")?;
     let count = |obj: &Option<Obj>, name: &str| obj.as_ref().map(|b| b.integer(name, 0, i64::MAX)).transpose();
     let amount = |obj: &Option<Obj>, name: &str| obj.as_ref().map(|b| b.number(name, 0.0, f64::MAX)).transpose();
+    // Unknown fields are kept (spec 6), nested ones under their parent's key.
+    let mut extra = o.unknown(&[
+        "label",
+        "agent_reported_complete",
+        "stop_reason",
+        "correct",
+        "start_state",
+        "admission",
+        "requirements",
+        "budget",
+        "cost",
+        "fault_locations",
+        "score",
+        "notes",
+        "evidence_posture",
+    ]);
+    nest_unknown_items(&mut extra, "requirements", requirements_unknown);
+    if let Some(b) = &budget {
+        nest_unknown(&mut extra, "budget", b.unknown(&["actions_used", "actions_max", "exhausted"]));
+    }
+    if let Some(c) = &cost {
+        nest_unknown(&mut extra, "cost", c.unknown(&["tokens_in", "tokens_out", "usd", "wall_ms"]));
+    }
+    nest_unknown_items(&mut extra, "fault_locations", locations_unknown);
     Ok(Outcome {
         label,
         agent_reported_complete: o.boolean("agent_reported_complete")?,
@@ -403,21 +446,7 @@ fn parse_outcome(o: &Obj) -> FieldResult<Outcome> {
         score: o.number("score", 0.0, 1.0)?,
         notes: o.string("notes")?,
         recorded_posture: o.enumerated("evidence_posture", POSTURES)?,
-        extra: o.extra(&[
-            "label",
-            "agent_reported_complete",
-            "stop_reason",
-            "correct",
-            "start_state",
-            "admission",
-            "requirements",
-            "budget",
-            "cost",
-            "fault_locations",
-            "score",
-            "notes",
-            "evidence_posture",
-        ]),
+        extra: extra_text(extra),
     })
 }
 

@@ -56,8 +56,22 @@ impl Store {
     /// on first use.
     pub fn open_or_create(dir: impl AsRef<Path>) -> Result<Store> {
         let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
-        let db = builder().create(dir.join(DB_FILE)).map_err(|e| Error::open(&dir, e))?;
+        let io = |path: &Path, e| Error::Io { path: path.to_path_buf(), source: e };
+        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        let file = dir.join(DB_FILE);
+        if !file.exists() {
+            // Build the empty store beside its final name and rename it into place, so a
+            // crash during creation never leaves a half-made file under the real name.
+            let fresh = dir.join(format!("{DB_FILE}.new"));
+            let _ = std::fs::remove_file(&fresh);
+            let db = builder().create(&fresh).map_err(|e| Error::open(&dir, e))?;
+            tables::initialise(&db)?;
+            db.close().map_err(|e| Error::open(&dir, e))?;
+            std::fs::File::open(&fresh).and_then(|f| f.sync_all()).map_err(|e| io(&fresh, e))?;
+            std::fs::rename(&fresh, &file).map_err(|e| io(&file, e))?;
+            std::fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| io(&dir, e))?;
+        }
+        let db = builder().open(&file).map_err(|e| Error::open(&dir, e))?;
         tables::initialise(&db)?;
         Ok(Store { handle: Handle::Writer(db), dir })
     }
