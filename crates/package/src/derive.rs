@@ -93,3 +93,373 @@ fn posture(e: &Episode) -> Posture {
     }
     Posture::Unknown
 }
+
+#[cfg(test)]
+mod tests {
+    //! Derived state (spec 5), on packages built in memory and run through the parser.
+
+    use std::collections::BTreeMap;
+
+    use serde_json::{json, Value};
+
+    use super::Posture;
+    use crate::model::{Episode, POSTURES};
+    use crate::parse::tests::Pkg;
+
+    fn action(seq: u64, kind: &str) -> Value {
+        json!({"seq": seq, "kind": kind})
+    }
+
+    /// An ok mutating action (kind edit).
+    fn edit(seq: u64) -> Value {
+        action(seq, "edit")
+    }
+
+    /// Adds fields to a record.
+    fn with(mut record: Value, fields: Value) -> Value {
+        record.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+        record
+    }
+
+    fn check(seq: u64, actor: &str, result: &str) -> Value {
+        let mut r = json!({"seq": seq, "check_id": format!("check-{seq}"), "actor": actor, "result": result});
+        if actor == "verifier" {
+            let verdict = if result == "pass" { "accept" } else { "reject" };
+            r = with(r, json!({"verifier": "judge-model", "verdict": verdict, "method": "judge"}));
+        }
+        r
+    }
+
+    fn agent(seq: u64, result: &str) -> Value {
+        check(seq, "agent", result)
+    }
+
+    /// A record bound explicitly to `revision`.
+    fn on(revision: u64, record: Value) -> Value {
+        with(record, json!({"revision": revision}))
+    }
+
+    fn pkg(actions: &[Value], checks: Option<&[Value]>) -> Pkg {
+        let pkg = Pkg::minimal().trace("actions", actions);
+        match checks {
+            Some(checks) => pkg.trace("verification", checks),
+            None => pkg,
+        }
+    }
+
+    #[track_caller]
+    fn assert_posture(pkg: &Pkg, expected: Posture) {
+        assert_eq!(pkg.ok().derived.posture, expected.as_str());
+    }
+
+    /// seq -> observed revision, over every record of every trace.
+    fn revisions(e: &Episode) -> BTreeMap<u64, u64> {
+        let mut out = BTreeMap::new();
+        let mut add = |c: &crate::model::Common| assert!(out.insert(c.seq, c.revision).is_none());
+        e.actions.iter().flatten().for_each(|r| add(&r.common));
+        e.tools.iter().flatten().for_each(|r| add(&r.common));
+        e.context.iter().flatten().for_each(|r| add(&r.common));
+        e.checks.iter().flatten().for_each(|r| add(&r.common));
+        e.attributions.iter().flatten().for_each(|r| add(&r.common));
+        e.interventions.iter().flatten().for_each(|r| add(&r.common));
+        e.entropy.iter().flatten().for_each(|r| add(&r.common));
+        out
+    }
+
+    // ---- observed revision -----------------------------------------------------------
+
+    #[test]
+    fn every_record_gets_the_revision_current_at_its_seq() {
+        // Ok mutating actions at seq 2 (edit), 7 (create), 9 (run with mutates) and 15
+        // (delete): the revision moves to 1, 2, 3, 4 just after each. Records are
+        // written out of seq order within and across files.
+        let e = Pkg::minimal()
+            .trace(
+                "actions",
+                &[
+                    action(15, "delete"),
+                    action(1, "read"),
+                    action(20, "complete"),
+                    action(7, "create"),
+                    edit(2),
+                    with(edit(12), json!({"mutates": false})),
+                    action(3, "run"),
+                    with(action(9, "run"), json!({"mutates": true})),
+                    with(edit(5), json!({"ok": false})),
+                ],
+            )
+            .trace(
+                "tools",
+                &[
+                    json!({"seq": 8, "tool": "bash", "exit_code": 1}),
+                    json!({"seq": 0, "tool": "bash"}),
+                    json!({"seq": 4, "tool": "bash"}),
+                ],
+            )
+            .trace("context", &[json!({"seq": 13, "artifact": "b"}), json!({"seq": 6, "artifact": "a"})])
+            .trace("verification", &[agent(16, "pass"), agent(14, "fail")])
+            .trace("attribution", &[json!({"seq": 17, "failure_seq": 8})])
+            .trace("interventions", &[json!({"seq": 10, "actor": "human"})])
+            .trace("entropy", &[json!({"seq": 19}), json!({"seq": 11}), json!({"seq": 18})])
+            .ok();
+        let expected: BTreeMap<u64, u64> = [
+            (0, 0),
+            (1, 0),
+            (2, 0), // the edit itself sees the revision before its mutation
+            (3, 1),
+            (4, 1),
+            (5, 1), // a failed edit does not advance
+            (6, 1),
+            (7, 1),
+            (8, 2),
+            (9, 2),
+            (10, 3),
+            (11, 3),
+            (12, 3), // an edit with mutates false does not advance
+            (13, 3),
+            (14, 3),
+            (15, 3),
+            (16, 4),
+            (17, 4),
+            (18, 4),
+            (19, 4),
+            (20, 4),
+        ]
+        .into();
+        assert_eq!(revisions(&e), expected);
+        assert_eq!(e.derived.final_revision, 4);
+    }
+
+    #[test]
+    fn seq_gaps_do_not_matter_only_order_does() {
+        let e = pkg(&[edit(1000), edit(10), action(500, "read")], None).ok();
+        assert_eq!(revisions(&e), [(10, 0), (500, 1), (1000, 1)].into());
+        assert_eq!(e.derived.final_revision, 2);
+    }
+
+    #[test]
+    fn final_revision_counts_ok_mutating_actions_only() {
+        let cases: [(&[Value], u64); 5] = [
+            (&[], 0),
+            (&[action(0, "read"), action(1, "run"), action(2, "complete")], 0),
+            (&[with(edit(0), json!({"ok": false})), with(action(1, "delete"), json!({"ok": false}))], 0),
+            (&[edit(0), edit(1), edit(2)], 3),
+            (
+                &[
+                    edit(0),
+                    with(edit(1), json!({"ok": false})),
+                    action(2, "create"),
+                    with(action(3, "plan"), json!({"mutates": true})),
+                ],
+                3,
+            ),
+        ];
+        for (actions, expected) in cases {
+            let e = pkg(actions, None).ok();
+            assert_eq!(e.derived.final_revision, expected, "{actions:?}");
+        }
+    }
+
+    #[test]
+    fn without_an_action_trace_everything_is_revision_zero() {
+        let e = Pkg::minimal()
+            .trace("tools", &[json!({"seq": 5, "tool": "bash"})])
+            .trace("verification", &[agent(9, "pass")])
+            .ok();
+        assert_eq!(e.actions, None);
+        assert_eq!(e.derived.final_revision, 0);
+        assert_eq!(revisions(&e), [(5, 0), (9, 0)].into());
+        assert!(e.checks.unwrap()[0].fresh);
+    }
+
+    // ---- bound revision and freshness --------------------------------------------------
+
+    #[test]
+    fn a_check_is_bound_to_its_revision_field_or_else_to_its_seq() {
+        let e = pkg(
+            &[edit(2), edit(5)],
+            Some(&[
+                agent(1, "pass"),
+                on(0, agent(3, "pass")),
+                on(2, check(4, "evaluator", "pass")),
+                agent(6, "pass"),
+                on(1, agent(7, "pass")),
+                on(2, agent(8, "pass")),
+            ]),
+        )
+        .ok();
+        assert_eq!(e.derived.final_revision, 2);
+        // (seq, observed revision, recorded revision, bound revision, fresh)
+        let got: Vec<_> = e
+            .checks
+            .unwrap()
+            .iter()
+            .map(|c| (c.common.seq, c.common.revision, c.recorded_revision, c.bound_revision, c.fresh))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, 0, None, 0, false),
+                (3, 1, Some(0), 0, false),
+                (4, 1, Some(2), 2, true),
+                (6, 2, None, 2, true),
+                (7, 2, Some(1), 1, false),
+                (8, 2, Some(2), 2, true),
+            ]
+        );
+    }
+
+    // ---- evidence posture, rule by rule --------------------------------------------------
+
+    #[test]
+    fn posture_names_are_the_contract_names() {
+        let all = [Posture::Current, Posture::Stale, Posture::Failure, Posture::Gap, Posture::Unknown];
+        let names: Vec<&str> = all.iter().map(|p| p.as_str()).collect();
+        assert_eq!(names, POSTURES);
+    }
+
+    #[test]
+    fn rule1_incomplete_trace_is_unknown_whatever_the_checks_say() {
+        let incomplete = |p: Pkg| p.set("manifest.json", "trace_complete", json!(false));
+        assert_posture(&incomplete(pkg(&[edit(1)], Some(&[agent(2, "fail")]))), Posture::Unknown);
+        assert_posture(&incomplete(pkg(&[edit(1)], Some(&[agent(2, "pass")]))), Posture::Unknown);
+        assert_posture(&incomplete(pkg(&[edit(2)], Some(&[agent(1, "pass")]))), Posture::Unknown);
+        assert_posture(&incomplete(pkg(&[edit(1)], None)), Posture::Unknown);
+        // An explicit true is the default.
+        let complete = pkg(&[edit(1)], Some(&[agent(2, "fail")])).set("manifest.json", "trace_complete", json!(true));
+        assert_posture(&complete, Posture::Failure);
+    }
+
+    #[test]
+    fn rule2_failed_agent_check_on_final_is_failure() {
+        for result in ["fail", "timeout", "error"] {
+            assert_posture(&pkg(&[edit(1)], Some(&[agent(2, result)])), Posture::Failure);
+        }
+        // With no mutation the final revision is 0.
+        assert_posture(&pkg(&[action(0, "read")], Some(&[agent(1, "fail")])), Posture::Failure);
+    }
+
+    #[test]
+    fn rule2_failure_wins_over_a_pass_on_final_in_either_order() {
+        assert_posture(&pkg(&[edit(1)], Some(&[agent(2, "pass"), agent(3, "fail")])), Posture::Failure);
+        assert_posture(&pkg(&[edit(1)], Some(&[agent(2, "timeout"), agent(3, "pass")])), Posture::Failure);
+    }
+
+    #[test]
+    fn rule2_comes_before_rule3() {
+        // An earlier-revision check exists and no pass on final: stale would hold too.
+        assert_posture(&pkg(&[edit(1)], Some(&[agent(0, "pass"), agent(2, "error")])), Posture::Failure);
+    }
+
+    #[test]
+    fn rule2_only_counts_failures_bound_to_final() {
+        // Failed before the last edit: not a failure of the final revision.
+        assert_posture(&pkg(&[edit(2)], Some(&[agent(1, "fail"), agent(3, "pass")])), Posture::Current);
+        // Failed late, but recorded as about revision 0.
+        assert_posture(&pkg(&[edit(1)], Some(&[on(0, agent(2, "fail")), agent(3, "pass")])), Posture::Current);
+    }
+
+    #[test]
+    fn rule3_checks_only_on_earlier_revisions_are_stale() {
+        assert_posture(&pkg(&[edit(2)], Some(&[agent(1, "pass")])), Posture::Stale);
+        assert_posture(&pkg(&[edit(2)], Some(&[agent(1, "fail")])), Posture::Stale);
+        assert_posture(&pkg(&[edit(1), edit(3)], Some(&[agent(2, "pass")])), Posture::Stale);
+        // Bound to an earlier revision by its revision field, though run late.
+        assert_posture(&pkg(&[edit(1)], Some(&[on(0, agent(2, "pass"))])), Posture::Stale);
+    }
+
+    #[test]
+    fn rule3_a_skip_on_final_does_not_rescue_an_earlier_check() {
+        assert_posture(&pkg(&[edit(2)], Some(&[agent(1, "pass"), agent(3, "skipped")])), Posture::Stale);
+    }
+
+    #[test]
+    fn rule3_a_skipped_earlier_check_counts_as_run() {
+        assert_posture(&pkg(&[edit(2)], Some(&[agent(1, "skipped")])), Posture::Stale);
+    }
+
+    #[test]
+    fn rule3_needs_a_final_revision_above_zero() {
+        // Every check is on revision 0 = final: never stale.
+        assert_posture(&pkg(&[action(1, "read")], Some(&[agent(0, "skipped")])), Posture::Unknown);
+    }
+
+    #[test]
+    fn rule4_no_verification_trace_is_gap() {
+        assert_posture(&pkg(&[edit(1)], None), Posture::Gap);
+        assert_posture(&Pkg::minimal(), Posture::Gap);
+    }
+
+    #[test]
+    fn rule4_a_trace_without_agent_checks_is_gap() {
+        assert_posture(&pkg(&[edit(1)], Some(&[])), Posture::Gap);
+        let non_agent = [
+            check(2, "evaluator", "fail"),
+            with(check(3, "evaluator", "pass"), json!({"method": "oracle"})),
+            check(4, "verifier", "fail"),
+            check(5, "human", "pass"),
+            on(0, check(6, "evaluator", "pass")),
+            json!({"seq": 7, "check_id": "no-actor", "result": "pass"}),
+        ];
+        assert_posture(&pkg(&[edit(1)], Some(&non_agent)), Posture::Gap);
+        assert_posture(&pkg(&[edit(1)], Some(&non_agent[..1])), Posture::Gap);
+    }
+
+    #[test]
+    fn rule4_a_skipped_agent_check_counts_as_run() {
+        // Not gap; no pass on final and nothing earlier: unknown (rule 6).
+        assert_posture(&pkg(&[], Some(&[agent(0, "skipped")])), Posture::Unknown);
+        assert_posture(&pkg(&[edit(1)], Some(&[agent(2, "skipped")])), Posture::Unknown);
+        // An agent check with no result is run too.
+        assert_posture(
+            &pkg(&[edit(1)], Some(&[json!({"seq": 2, "check_id": "c", "actor": "agent"})])),
+            Posture::Unknown,
+        );
+    }
+
+    #[test]
+    fn rule5_an_agent_pass_on_final_is_current() {
+        assert_posture(&pkg(&[edit(1)], Some(&[agent(2, "pass")])), Posture::Current);
+        assert_posture(&pkg(&[], Some(&[agent(0, "pass")])), Posture::Current);
+        assert_posture(&pkg(&[edit(1)], Some(&[on(1, agent(0, "pass"))])), Posture::Current);
+        // Earlier checks and skips beside a pass on final do not matter.
+        assert_posture(
+            &pkg(&[edit(2)], Some(&[agent(1, "fail"), agent(3, "skipped"), agent(4, "pass")])),
+            Posture::Current,
+        );
+    }
+
+    #[test]
+    fn non_agent_checks_never_change_the_posture() {
+        // Evaluator, verifier and human records of every result, on final and on 0.
+        let mut others = Vec::new();
+        for (i, actor) in ["evaluator", "verifier", "human"].into_iter().enumerate() {
+            for (j, result) in ["pass", "fail", "timeout", "error", "skipped"].into_iter().enumerate() {
+                let seq = 100 + 10 * i as u64 + j as u64;
+                others.push(check(seq, actor, result));
+                others.push(on(0, check(seq + 50, actor, result)));
+            }
+        }
+        // (trace complete, agent checks or None for no verification trace, posture);
+        // every base has one edit at seq 1, so the final revision is 1.
+        let bases: [(bool, Option<Vec<Value>>, Posture); 6] = [
+            (false, Some(vec![agent(2, "pass")]), Posture::Unknown),
+            (true, Some(vec![agent(2, "fail")]), Posture::Failure),
+            (true, Some(vec![agent(0, "pass")]), Posture::Stale),
+            (true, None, Posture::Gap),
+            (true, Some(vec![agent(2, "pass")]), Posture::Current),
+            (true, Some(vec![agent(2, "skipped")]), Posture::Unknown),
+        ];
+        for (complete, agent_checks, expected) in bases {
+            let build = |checks: Option<&[Value]>| {
+                pkg(&[edit(1)], checks).set("manifest.json", "trace_complete", json!(complete))
+            };
+            assert_posture(&build(agent_checks.as_deref()), expected);
+            let mut all = agent_checks.unwrap_or_default();
+            all.extend(others.iter().cloned());
+            let with_others = build(Some(&all));
+            assert_eq!(with_others.ok().checks.unwrap().len(), all.len());
+            assert_posture(&with_others, expected);
+        }
+    }
+}

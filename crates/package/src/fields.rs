@@ -112,6 +112,7 @@ impl<'a> Obj<'a> {
             None => Ok(None),
             Some(v) => match as_integer(v) {
                 Some(i) if (min..=max).contains(&i) => Ok(Some(i)),
+                Some(i) if max == i64::MAX => self.fail(name, format!("{i} is below the minimum {min}")),
                 Some(i) => self.fail(name, format!("{i} is outside {min}..={max}")),
                 None => self.fail(name, format!("expected an integer, found {}", describe(v))),
             },
@@ -128,6 +129,7 @@ impl<'a> Obj<'a> {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(x) if x.is_finite() && x >= min && x <= max => Ok(Some(x)),
+                Some(x) if max == f64::MAX => self.fail(name, format!("{x} is below the minimum {min}")),
                 Some(x) => self.fail(name, format!("{x} is outside {min}..={max}")),
                 None => self.fail(name, "number is not representable"),
             },

@@ -506,7 +506,7 @@ fn check_references(package: &str, e: &Episode) -> Result<(), Box<Problem>> {
                 return Err(Box::new(place(package, file, Some(a.common.line as usize)).problem(
                     Some("failure_seq".into()),
                     format!(
-                        "seq {} is a {} record; failure_seq must name a tool or verification record",
+                        "seq {} is a record of the {} trace; failure_seq must name a tool or verification record",
                         a.failure_seq,
                         kind.name()
                     ),
@@ -518,4 +518,867 @@ fn check_references(package: &str, e: &Episode) -> Result<(), Box<Problem>> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! Validation (spec 6) and the typed form of accepted packages. The package helper
+    //! [`Pkg`] is shared with the tests of `derive.rs`.
+
+    use std::collections::BTreeMap;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// The display name every test package gets.
+    pub(crate) const PACKAGE: &str = "test-pkg";
+
+    /// A package under construction in memory: starts minimal and valid (manifest.json
+    /// and outcome.json with only their required fields); tests add or replace files.
+    #[derive(Clone)]
+    pub(crate) struct Pkg {
+        files: BTreeMap<String, Vec<u8>>,
+    }
+
+    impl Pkg {
+        pub(crate) fn minimal() -> Pkg {
+            Pkg { files: BTreeMap::new() }
+                .json(
+                    MANIFEST,
+                    &json!({
+                        "format": "episode-package/1",
+                        "episode": "task-a/H0/seed-1",
+                        "model": {"name": "model-a"},
+                        "harness": {"level": "H0"},
+                        "task": {"id": "task-a"},
+                    }),
+                )
+                .json(OUTCOME, &json!({"label": "failed"}))
+        }
+
+        /// Adds or replaces a file with exactly these bytes.
+        pub(crate) fn file(mut self, path: &str, bytes: impl Into<Vec<u8>>) -> Pkg {
+            self.files.insert(path.to_string(), bytes.into());
+            self
+        }
+
+        pub(crate) fn without(mut self, path: &str) -> Pkg {
+            assert!(self.files.remove(path).is_some(), "test package has no {path}");
+            self
+        }
+
+        pub(crate) fn json(self, path: &str, value: &Value) -> Pkg {
+            self.file(path, serde_json::to_vec_pretty(value).unwrap())
+        }
+
+        /// Writes `traces/<name>.jsonl`, one record per line.
+        pub(crate) fn trace(self, name: &str, records: &[Value]) -> Pkg {
+            let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+            self.file(&format!("traces/{name}.jsonl"), text)
+        }
+
+        /// Edits a JSON file (manifest.json, outcome.json) of the package.
+        pub(crate) fn edit(self, path: &str, f: impl FnOnce(&mut Value)) -> Pkg {
+            let mut value: Value = serde_json::from_slice(&self.files[path]).unwrap();
+            f(&mut value);
+            self.json(path, &value)
+        }
+
+        /// Sets a field of a JSON file by dotted path (`model.name`), creating objects.
+        pub(crate) fn set(self, path: &str, field: &str, new: Value) -> Pkg {
+            self.edit(path, |v| {
+                let mut parts: Vec<&str> = field.split('.').collect();
+                let last = parts.pop().unwrap();
+                let mut at = v;
+                for p in parts {
+                    at = at.as_object_mut().unwrap().entry(p).or_insert_with(|| json!({}));
+                }
+                at.as_object_mut().unwrap().insert(last.to_string(), new);
+            })
+        }
+
+        /// Removes a field of a JSON file by dotted path.
+        pub(crate) fn unset(self, path: &str, field: &str) -> Pkg {
+            self.edit(path, |v| {
+                let mut parts: Vec<&str> = field.split('.').collect();
+                let last = parts.pop().unwrap();
+                let mut at = v;
+                for p in parts {
+                    at = &mut at[p];
+                }
+                assert!(at.as_object_mut().unwrap().remove(last).is_some(), "no field {field} in {path}");
+            })
+        }
+
+        pub(crate) fn raw(&self) -> RawPackage {
+            RawPackage::new(PACKAGE.to_string(), self.files.clone())
+        }
+
+        pub(crate) fn parse(&self) -> Result<Episode, Box<Problem>> {
+            parse_package(&self.raw())
+        }
+
+        /// The episode; fails the test with the problem when the package is rejected.
+        pub(crate) fn ok(&self) -> Episode {
+            self.parse().unwrap_or_else(|p| panic!("package rejected: {p}"))
+        }
+    }
+
+    /// Asserts that the package is rejected at exactly this file, line and field, and
+    /// returns the problem for further checks.
+    #[track_caller]
+    fn assert_rejected(pkg: &Pkg, file: &str, line: Option<usize>, field: Option<&str>) -> Problem {
+        let problem = match pkg.parse() {
+            Ok(_) => panic!("package accepted; expected a rejection at {file}:{line:?} field {field:?}"),
+            Err(p) => *p,
+        };
+        let got = (problem.file.as_deref(), problem.line, problem.field.as_deref());
+        assert_eq!(got, (Some(file), line, field), "wrong place for: {problem}");
+        assert_eq!(problem.package, PACKAGE);
+        assert!(!problem.message.is_empty());
+        problem
+    }
+
+    fn manifest_with(field: &str, value: Value) -> Pkg {
+        Pkg::minimal().set(MANIFEST, field, value)
+    }
+
+    fn manifest_without(field: &str) -> Pkg {
+        Pkg::minimal().unset(MANIFEST, field)
+    }
+
+    /// A package whose `name` trace holds a valid first record at line 1 and `record`
+    /// at line 2: problems in `record` must be reported at line 2.
+    fn second_line(name: &str, first: Value, record: Value) -> Pkg {
+        Pkg::minimal().trace(name, &[first, record])
+    }
+
+    fn extra(text: &Option<String>) -> Value {
+        serde_json::from_str(text.as_deref().expect("extra is set")).unwrap()
+    }
+
+    const ACTIONS: &str = "traces/actions.jsonl";
+    const TOOLS: &str = "traces/tools.jsonl";
+    const CONTEXT: &str = "traces/context.jsonl";
+    const CHECKS: &str = "traces/verification.jsonl";
+    const ATTRIBUTION: &str = "traces/attribution.jsonl";
+    const INTERVENTIONS: &str = "traces/interventions.jsonl";
+    const ENTROPY: &str = "traces/entropy.jsonl";
+
+    // ---- acceptance of the minimal package -------------------------------------------
+
+    #[test]
+    fn minimal_package_is_accepted_with_no_traces() {
+        let e = Pkg::minimal().ok();
+        assert_eq!(e.manifest.format, FORMAT_V1);
+        assert_eq!(e.manifest.episode, "task-a/H0/seed-1");
+        assert_eq!(
+            (e.manifest.model.as_str(), e.manifest.harness_level.as_str(), e.manifest.task.as_str()),
+            ("model-a", "H0", "task-a")
+        );
+        assert_eq!(e.outcome.label, "failed");
+        for (_, kind) in TRACE_FILES {
+            assert_eq!(e.trace_len(kind), None, "{kind:?} was not recorded");
+        }
+        assert_eq!(e.derived.final_revision, 0);
+        assert_eq!(e.derived.posture, "gap");
+    }
+
+    // ---- required files and fields ---------------------------------------------------
+
+    #[test]
+    fn missing_manifest_is_rejected_naming_the_file() {
+        assert_rejected(&Pkg::minimal().without(MANIFEST), MANIFEST, None, None);
+    }
+
+    #[test]
+    fn missing_outcome_is_rejected_naming_the_file() {
+        assert_rejected(&Pkg::minimal().without(OUTCOME), OUTCOME, None, None);
+    }
+
+    #[test]
+    fn missing_required_manifest_fields_are_named() {
+        for field in ["format", "episode", "model", "model.name", "harness", "harness.level", "task", "task.id"] {
+            assert_rejected(&manifest_without(field), MANIFEST, None, Some(field));
+        }
+    }
+
+    #[test]
+    fn required_field_set_to_null_counts_as_missing() {
+        assert_rejected(&manifest_with("episode", Value::Null), MANIFEST, None, Some("episode"));
+        assert_rejected(&manifest_with("task.id", Value::Null), MANIFEST, None, Some("task.id"));
+    }
+
+    #[test]
+    fn missing_outcome_label_is_named() {
+        assert_rejected(&Pkg::minimal().unset(OUTCOME, "label"), OUTCOME, None, Some("label"));
+    }
+
+    #[test]
+    fn missing_seq_is_named_with_its_line() {
+        let pkg = second_line("actions", json!({"seq": 0, "kind": "read"}), json!({"kind": "read"}));
+        assert_rejected(&pkg, ACTIONS, Some(2), Some("seq"));
+    }
+
+    #[test]
+    fn missing_required_trace_fields_are_named_with_their_line() {
+        let cases = [
+            ("tools", TOOLS, json!({"seq": 0, "tool": "bash"}), json!({"seq": 1, "command": "ls"}), "tool"),
+            (
+                "context",
+                CONTEXT,
+                json!({"seq": 0, "artifact": "README.md"}),
+                json!({"seq": 1, "kind": "doc"}),
+                "artifact",
+            ),
+            (
+                "verification",
+                CHECKS,
+                json!({"seq": 0, "check_id": "c", "actor": "agent"}),
+                json!({"seq": 1, "actor": "agent", "result": "pass"}),
+                "check_id",
+            ),
+        ];
+        for (name, file, first, record, field) in cases {
+            assert_rejected(&second_line(name, first, record), file, Some(2), Some(field));
+        }
+        let pkg = Pkg::minimal()
+            .trace("tools", &[json!({"seq": 9, "tool": "bash", "exit_code": 1})])
+            .trace("attribution", &[json!({"seq": 0, "failure_seq": 9}), json!({"seq": 1, "category": "tool"})]);
+        assert_rejected(&pkg, ATTRIBUTION, Some(2), Some("failure_seq"));
+    }
+
+    #[test]
+    fn verifier_records_need_verifier_and_verdict() {
+        let verifier = |seq: u64| json!({"seq": seq, "check_id": "judge", "actor": "verifier", "verifier": "m", "verdict": "accept"});
+        let without = |field: &str| {
+            let mut r = verifier(1);
+            r.as_object_mut().unwrap().remove(field);
+            second_line("verification", verifier(0), r)
+        };
+        assert_rejected(&without("verifier"), CHECKS, Some(2), Some("verifier"));
+        assert_rejected(&without("verdict"), CHECKS, Some(2), Some("verdict"));
+        // Other actors need neither.
+        let e = Pkg::minimal()
+            .trace(
+                "verification",
+                &[json!({"seq": 0, "check_id": "oracle", "actor": "evaluator", "method": "oracle", "result": "pass"})],
+            )
+            .ok();
+        assert_eq!(e.checks.unwrap()[0].verifier, None);
+    }
+
+    // ---- encoding and syntax ---------------------------------------------------------
+
+    #[test]
+    fn non_utf8_json_file_is_rejected_at_its_line() {
+        let pkg = Pkg::minimal()
+            .file(MANIFEST, b"{\n  \"format\": \"episode-package/1\",\n  \"episode\": \"\xff\"\n}".to_vec());
+        assert_rejected(&pkg, MANIFEST, Some(3), None);
+    }
+
+    #[test]
+    fn non_utf8_trace_line_is_rejected_at_its_line() {
+        let pkg = Pkg::minimal()
+            .file(TOOLS, b"{\"seq\": 0, \"tool\": \"a\"}\n\n{\"seq\": 1, \"tool\": \"\xc3\x28\"}\n".to_vec());
+        assert_rejected(&pkg, TOOLS, Some(3), None);
+    }
+
+    #[test]
+    fn invalid_json_line_is_counted_with_blank_lines() {
+        let text = "{\"seq\": 0, \"tool\": \"a\"}\n\n   \n{\"seq\": 1, \"tool\": \"b\"}\n\n{\"seq\": 2, \"tool\": \n";
+        assert_rejected(&Pkg::minimal().file(TOOLS, text), TOOLS, Some(6), None);
+    }
+
+    #[test]
+    fn blank_lines_are_ignored_and_lines_are_numbered_in_the_file() {
+        let text = "\n{\"seq\": 4, \"tool\": \"a\"}\r\n\t\r\n\n{\"seq\": 2, \"tool\": \"b\"}";
+        let tools = Pkg::minimal().file(TOOLS, text).ok().tools.unwrap();
+        let got: Vec<(u64, u32, &str)> = tools.iter().map(|t| (t.common.seq, t.common.line, t.tool.as_str())).collect();
+        assert_eq!(got, [(4, 2, "a"), (2, 5, "b")]);
+    }
+
+    #[test]
+    fn invalid_json_file_is_rejected_at_its_line() {
+        let pkg = Pkg::minimal().file(OUTCOME, "{\n  \"label\": \"failed\",\n  oops\n}");
+        assert_rejected(&pkg, OUTCOME, Some(3), None);
+    }
+
+    #[test]
+    fn json_report_must_be_json_but_markdown_report_is_free_text() {
+        assert_rejected(&Pkg::minimal().file("reports/final.json", "not json"), "reports/final.json", Some(1), None);
+        let e = Pkg::minimal().file("reports/final.md", "not json {").file("artifacts/log.txt", [0xffu8, 0xfe]).ok();
+        assert_eq!(e.outcome.label, "failed");
+    }
+
+    #[test]
+    fn non_object_json_is_rejected() {
+        assert_rejected(&Pkg::minimal().file(MANIFEST, "[]"), MANIFEST, None, None);
+        assert_rejected(&Pkg::minimal().file(TOOLS, "{\"seq\": 0, \"tool\": \"a\"}\n[1, 2]\n"), TOOLS, Some(2), None);
+    }
+
+    // ---- types -----------------------------------------------------------------------
+
+    #[test]
+    fn wrong_types_are_named() {
+        assert_rejected(&manifest_with("model.name", json!(5)), MANIFEST, None, Some("model.name"));
+        assert_rejected(&manifest_with("model", json!("model-a")), MANIFEST, None, Some("model"));
+        assert_rejected(&manifest_with("trace_complete", json!("yes")), MANIFEST, None, Some("trace_complete"));
+        assert_rejected(&manifest_with("seed", json!(1.5)), MANIFEST, None, Some("seed"));
+        assert_rejected(&manifest_with("requirements", json!(["R1"])), MANIFEST, None, Some("requirements[0]"));
+        assert_rejected(&manifest_with("tags", json!(["a"])), MANIFEST, None, Some("tags"));
+        assert_rejected(&Pkg::minimal().set(OUTCOME, "correct", json!("true")), OUTCOME, None, Some("correct"));
+        assert_rejected(
+            &Pkg::minimal().set(OUTCOME, "cost.tokens_in", json!("many")),
+            OUTCOME,
+            None,
+            Some("cost.tokens_in"),
+        );
+
+        let action = |record: Value| second_line("actions", json!({"seq": 0}), record);
+        assert_rejected(&action(json!({"seq": "1"})), ACTIONS, Some(2), Some("seq"));
+        assert_rejected(&action(json!({"seq": 1.5})), ACTIONS, Some(2), Some("seq"));
+        assert_rejected(&action(json!({"seq": 1, "ok": 1})), ACTIONS, Some(2), Some("ok"));
+        assert_rejected(&action(json!({"seq": 1, "paths": "src/a.js"})), ACTIONS, Some(2), Some("paths"));
+        assert_rejected(&action(json!({"seq": 1, "paths": ["a", 2]})), ACTIONS, Some(2), Some("paths[1]"));
+        assert_rejected(
+            &second_line("tools", json!({"seq": 0, "tool": "a"}), json!({"seq": 1, "tool": "a", "exit_code": "1"})),
+            TOOLS,
+            Some(2),
+            Some("exit_code"),
+        );
+    }
+
+    #[test]
+    fn integral_floats_are_integers() {
+        let e = Pkg::minimal().trace("actions", &[json!({"seq": 3.0})]).ok();
+        assert_eq!(e.actions.unwrap()[0].common.seq, 3);
+    }
+
+    // ---- enumerations ----------------------------------------------------------------
+
+    #[test]
+    fn values_outside_their_enumeration_are_named() {
+        assert_rejected(
+            &manifest_with("harness.components", json!(["verification", "magic"])),
+            MANIFEST,
+            None,
+            Some("harness.components[1]"),
+        );
+        assert_rejected(&Pkg::minimal().set(OUTCOME, "label", json!("success")), OUTCOME, None, Some("label"));
+        assert_rejected(
+            &Pkg::minimal().set(OUTCOME, "stop_reason", json!("bored")),
+            OUTCOME,
+            None,
+            Some("stop_reason"),
+        );
+        assert_rejected(
+            &Pkg::minimal().set(OUTCOME, "evidence_posture", json!("great")),
+            OUTCOME,
+            None,
+            Some("evidence_posture"),
+        );
+        assert_rejected(
+            &Pkg::minimal().set(
+                OUTCOME,
+                "requirements",
+                json!([{"id": "R1", "status": "verified"}, {"id": "R2", "status": "done"}]),
+            ),
+            OUTCOME,
+            None,
+            Some("requirements[1].status"),
+        );
+
+        let cases = [
+            ("actions", ACTIONS, json!({"seq": 0}), json!({"seq": 1, "kind": "teleport"}), "kind"),
+            ("actions", ACTIONS, json!({"seq": 0}), json!({"seq": 1, "grade": "guessed"}), "grade"),
+            (
+                "tools",
+                TOOLS,
+                json!({"seq": 0, "tool": "a"}),
+                json!({"seq": 1, "tool": "a", "failure_type": "oops"}),
+                "failure_type",
+            ),
+            (
+                "context",
+                CONTEXT,
+                json!({"seq": 0, "artifact": "a"}),
+                json!({"seq": 1, "artifact": "a", "kind": "gossip"}),
+                "kind",
+            ),
+            (
+                "verification",
+                CHECKS,
+                json!({"seq": 0, "check_id": "c"}),
+                json!({"seq": 1, "check_id": "c", "result": "passed"}),
+                "result",
+            ),
+            (
+                "verification",
+                CHECKS,
+                json!({"seq": 0, "check_id": "c"}),
+                json!({"seq": 1, "check_id": "c", "actor": "robot"}),
+                "actor",
+            ),
+            (
+                "verification",
+                CHECKS,
+                json!({"seq": 0, "check_id": "c"}),
+                json!({"seq": 1, "check_id": "c", "actor": "verifier", "verifier": "m", "verdict": "maybe"}),
+                "verdict",
+            ),
+            (
+                "interventions",
+                INTERVENTIONS,
+                json!({"seq": 0}),
+                json!({"seq": 1, "missing_responsibility": "luck"}),
+                "missing_responsibility",
+            ),
+            ("interventions", INTERVENTIONS, json!({"seq": 0}), json!({"seq": 1, "burden": "huge"}), "burden"),
+            ("entropy", ENTROPY, json!({"seq": 0}), json!({"seq": 1, "phase": "during"}), "phase"),
+        ];
+        for (name, file, first, record, field) in cases {
+            assert_rejected(&second_line(name, first, record), file, Some(2), Some(field));
+        }
+    }
+
+    // ---- ranges ----------------------------------------------------------------------
+
+    #[test]
+    fn values_outside_their_range_are_named() {
+        assert_rejected(&manifest_with("attempt", json!(0)), MANIFEST, None, Some("attempt"));
+        assert_rejected(&Pkg::minimal().set(OUTCOME, "score", json!(1.2)), OUTCOME, None, Some("score"));
+        assert_rejected(&Pkg::minimal().set(OUTCOME, "score", json!(-0.1)), OUTCOME, None, Some("score"));
+        assert_rejected(
+            &Pkg::minimal().set(OUTCOME, "budget.actions_used", json!(-1)),
+            OUTCOME,
+            None,
+            Some("budget.actions_used"),
+        );
+        assert_rejected(&second_line("actions", json!({"seq": 0}), json!({"seq": -1})), ACTIONS, Some(2), Some("seq"));
+        assert_rejected(
+            &second_line("entropy", json!({"seq": 0}), json!({"seq": 1, "severity": 4})),
+            ENTROPY,
+            Some(2),
+            Some("severity"),
+        );
+        assert_rejected(
+            &second_line("entropy", json!({"seq": 0}), json!({"seq": 1, "severity": -1})),
+            ENTROPY,
+            Some(2),
+            Some("severity"),
+        );
+
+        let attribution = |record: Value| {
+            Pkg::minimal()
+                .trace("tools", &[json!({"seq": 9, "tool": "bash", "exit_code": 1})])
+                .trace("attribution", &[json!({"seq": 0, "failure_seq": 9}), record])
+        };
+        let at = |field: &str, value: Value| {
+            let mut r = json!({"seq": 1, "failure_seq": 9});
+            r[field] = value;
+            attribution(r)
+        };
+        assert_rejected(&at("confidence", json!(1.5)), ATTRIBUTION, Some(2), Some("confidence"));
+        assert_rejected(&at("confidence", json!(-0.5)), ATTRIBUTION, Some(2), Some("confidence"));
+        assert_rejected(&at("rank", json!(0)), ATTRIBUTION, Some(2), Some("rank"));
+        assert_rejected(&at("failure_seq", json!(-9)), ATTRIBUTION, Some(2), Some("failure_seq"));
+        assert_rejected(&at("evidence", json!([9, -1])), ATTRIBUTION, Some(2), Some("evidence[1]"));
+    }
+
+    #[test]
+    fn range_bounds_are_inclusive() {
+        let e = Pkg::minimal()
+            .set(MANIFEST, "attempt", json!(1))
+            .set(OUTCOME, "score", json!(1.0))
+            .trace("tools", &[json!({"seq": 9, "tool": "bash", "exit_code": 1})])
+            .trace(
+                "attribution",
+                &[
+                    json!({"seq": 0, "failure_seq": 9, "rank": 1, "confidence": 0.0}),
+                    json!({"seq": 1, "failure_seq": 9, "confidence": 1}),
+                ],
+            )
+            .trace("entropy", &[json!({"seq": 2, "severity": 0}), json!({"seq": 3, "severity": 3})])
+            .ok();
+        assert_eq!(e.outcome.score, Some(1.0));
+        let attributions = e.attributions.unwrap();
+        assert_eq!(
+            (attributions[0].rank, attributions[0].confidence, attributions[1].confidence),
+            (Some(1), Some(0.0), Some(1.0))
+        );
+        let severities: Vec<_> = e.entropy.unwrap().iter().map(|f| f.severity).collect();
+        assert_eq!(severities, [Some(0), Some(3)]);
+    }
+
+    // ---- seq uniqueness and references -----------------------------------------------
+
+    #[test]
+    fn seq_repeated_across_files_is_rejected_at_the_later_file() {
+        let pkg = Pkg::minimal().trace("actions", &[json!({"seq": 1}), json!({"seq": 3})]).trace(
+            "tools",
+            &[json!({"seq": 2, "tool": "a"}), json!({"seq": 4, "tool": "b"}), json!({"seq": 3, "tool": "c"})],
+        );
+        let problem = assert_rejected(&pkg, TOOLS, Some(3), Some("seq"));
+        assert!(problem.message.contains("traces/actions.jsonl:2"), "{problem}");
+    }
+
+    #[test]
+    fn seq_repeated_within_a_file_is_rejected_at_the_second_use() {
+        let pkg =
+            Pkg::minimal().trace("context", &[json!({"seq": 5, "artifact": "a"}), json!({"seq": 5, "artifact": "b"})]);
+        assert_rejected(&pkg, CONTEXT, Some(2), Some("seq"));
+    }
+
+    #[test]
+    fn dangling_references_are_named() {
+        let tool = |seq: u64| json!({"seq": seq, "tool": "bash", "exit_code": 1});
+        let pkg = Pkg::minimal()
+            .trace("tools", &[tool(1)])
+            .trace("actions", &[json!({"seq": 0}), json!({"seq": 2, "tool_seq": 7})]);
+        assert_rejected(&pkg, ACTIONS, Some(2), Some("tool_seq"));
+
+        let pkg = Pkg::minimal()
+            .trace("tools", &[tool(1), json!({"seq": 2, "tool": "bash", "exit_code": 1, "recovered_by": 30})]);
+        assert_rejected(&pkg, TOOLS, Some(2), Some("recovered_by"));
+
+        let pkg = Pkg::minimal()
+            .trace("tools", &[tool(1)])
+            .trace("attribution", &[json!({"seq": 2, "failure_seq": 1}), json!({"seq": 3, "failure_seq": 8})]);
+        assert_rejected(&pkg, ATTRIBUTION, Some(2), Some("failure_seq"));
+
+        let pkg = Pkg::minimal()
+            .trace("tools", &[tool(1)])
+            .trace("attribution", &[json!({"seq": 2, "failure_seq": 1, "evidence": [1, 2, 99]})]);
+        assert_rejected(&pkg, ATTRIBUTION, Some(1), Some("evidence[2]"));
+    }
+
+    #[test]
+    fn references_to_existing_records_are_accepted() {
+        let e = Pkg::minimal()
+            .trace("actions", &[json!({"seq": 0, "kind": "run", "tool_seq": 1})])
+            .trace(
+                "tools",
+                &[
+                    json!({"seq": 1, "tool": "bash", "exit_code": 1, "recovered_by": 2}),
+                    json!({"seq": 2, "tool": "bash"}),
+                ],
+            )
+            .trace("verification", &[json!({"seq": 3, "check_id": "t", "actor": "agent", "result": "fail"})])
+            .trace(
+                "attribution",
+                &[
+                    json!({"seq": 4, "failure_seq": 1, "evidence": [0, 1, 2]}),
+                    json!({"seq": 5, "failure_seq": 3, "evidence": []}),
+                ],
+            )
+            .ok();
+        let attributions = e.attributions.unwrap();
+        assert_eq!(attributions[0].evidence, [0, 1, 2]);
+        assert_eq!(attributions[1].failure_seq, 3);
+        assert_eq!(e.actions.unwrap()[0].tool_seq, Some(1));
+        assert_eq!(e.tools.unwrap()[0].recovered_by, Some(2));
+    }
+
+    #[test]
+    fn failure_seq_must_name_a_tool_or_verification_record() {
+        for (name, record) in
+            [("actions", json!({"seq": 1, "kind": "run"})), ("context", json!({"seq": 1, "artifact": "a"}))]
+        {
+            let pkg =
+                Pkg::minimal().trace(name, &[record]).trace("attribution", &[json!({"seq": 2, "failure_seq": 1})]);
+            let problem = assert_rejected(&pkg, ATTRIBUTION, Some(1), Some("failure_seq"));
+            assert!(problem.message.contains(name), "{problem}");
+        }
+        // An attribution naming another attribution is no better.
+        let pkg = Pkg::minimal()
+            .trace("tools", &[json!({"seq": 1, "tool": "a", "exit_code": 2})])
+            .trace("attribution", &[json!({"seq": 2, "failure_seq": 1}), json!({"seq": 3, "failure_seq": 2})]);
+        assert_rejected(&pkg, ATTRIBUTION, Some(2), Some("failure_seq"));
+    }
+
+    #[test]
+    fn revision_above_final_is_rejected_and_final_itself_is_accepted() {
+        let checks = |revision: u64| {
+            Pkg::minimal().trace("actions", &[json!({"seq": 0, "kind": "edit"})]).trace(
+                "verification",
+                &[
+                    json!({"seq": 1, "check_id": "a", "actor": "agent", "result": "pass", "revision": 0}),
+                    json!({"seq": 2, "check_id": "b", "actor": "evaluator", "method": "oracle", "result": "pass", "revision": revision}),
+                ],
+            )
+        };
+        assert_rejected(&checks(2), CHECKS, Some(2), Some("revision"));
+        let e = checks(1).ok();
+        assert_eq!(e.checks.unwrap()[1].bound_revision, 1);
+        // With no action trace the final revision is 0: any revision above it is out.
+        let pkg = Pkg::minimal().trace("verification", &[json!({"seq": 1, "check_id": "a", "revision": 1})]);
+        assert_rejected(&pkg, CHECKS, Some(1), Some("revision"));
+        let pkg = Pkg::minimal().trace("verification", &[json!({"seq": 1, "check_id": "a", "revision": -1})]);
+        assert_rejected(&pkg, CHECKS, Some(1), Some("revision"));
+    }
+
+    // ---- format and timestamps -------------------------------------------------------
+
+    #[test]
+    fn unsupported_format_version_is_rejected() {
+        for format in ["episode-package/2", "episode-package/1.1", "Episode-Package/1", ""] {
+            assert_rejected(&manifest_with("format", json!(format)), MANIFEST, None, Some("format"));
+        }
+    }
+
+    #[test]
+    fn timestamps_must_be_rfc3339() {
+        assert_rejected(&manifest_with("started_at", json!("2026-05-02 10:00")), MANIFEST, None, Some("started_at"));
+        assert_rejected(&manifest_with("ended_at", json!("yesterday")), MANIFEST, None, Some("ended_at"));
+        assert_rejected(
+            &second_line("actions", json!({"seq": 0}), json!({"seq": 1, "ts": "2026-05-02T10:00:00"})),
+            ACTIONS,
+            Some(2),
+            Some("ts"),
+        );
+        let e = manifest_with("started_at", json!("2026-05-02T10:00:00Z"))
+            .trace("actions", &[json!({"seq": 0, "ts": "2026-05-02T12:00:00.250+02:00"})])
+            .ok();
+        assert_eq!(e.manifest.started_at.as_deref(), Some("2026-05-02T10:00:00Z"));
+        assert_eq!(
+            e.actions.unwrap()[0].common.ts.as_deref(),
+            Some("2026-05-02T12:00:00.250+02:00"),
+            "kept as written"
+        );
+    }
+
+    // ---- unknown fields --------------------------------------------------------------
+
+    #[test]
+    fn unknown_fields_are_kept_in_extra() {
+        let e = Pkg::minimal()
+            .set(MANIFEST, "harness_flavour", json!("spicy"))
+            .set(MANIFEST, "model.context_window", json!(32768))
+            .set(MANIFEST, "requirements", json!([{"id": "R1"}, {"id": "R2", "priority": "high"}]))
+            .set(OUTCOME, "reviewer", json!({"name": "ana"}))
+            .set(OUTCOME, "cost.gpu_hours", json!(0.5))
+            .set(OUTCOME, "fault_locations", json!(["a.js:3", {"location": "b.js:1-2", "kind": "logic"}]))
+            .trace("actions", &[json!({"seq": 0, "kind": "edit", "diff_lines": 4, "meta": {"x": [1]}})])
+            .ok();
+        assert_eq!(
+            extra(&e.manifest.extra),
+            json!({
+                "harness_flavour": "spicy",
+                "model": {"context_window": 32768},
+                "requirements": [{}, {"priority": "high"}],
+            })
+        );
+        assert_eq!(e.manifest.model, "model-a");
+        assert_eq!(e.manifest.requirements.len(), 2);
+        assert_eq!(
+            extra(&e.outcome.extra),
+            json!({
+                "reviewer": {"name": "ana"},
+                "cost": {"gpu_hours": 0.5},
+                "fault_locations": [{}, {"kind": "logic"}],
+            })
+        );
+        assert_eq!(e.outcome.fault_locations, Some(vec!["a.js:3".to_string(), "b.js:1-2".to_string()]));
+        assert_eq!(extra(&e.actions.unwrap()[0].common.extra), json!({"diff_lines": 4, "meta": {"x": [1]}}));
+    }
+
+    #[test]
+    fn known_fields_leave_extra_empty() {
+        let e = Pkg::minimal()
+            .set(MANIFEST, "model.version", json!("v1"))
+            .set(MANIFEST, "tags", json!({"arm": "a"}))
+            .set(OUTCOME, "budget", json!({"actions_used": 3, "actions_max": 5, "exhausted": false}))
+            .trace("tools", &[json!({"seq": 0, "tool": "bash", "ts": "2026-05-02T10:00:00Z", "grade": "derived", "exit_code": null})])
+            .ok();
+        assert_eq!(e.manifest.extra, None);
+        assert_eq!(e.outcome.extra, None);
+        assert_eq!(e.tools.unwrap()[0].common.extra, None);
+        assert_eq!(
+            e.manifest.tags.as_deref().map(|t| serde_json::from_str::<Value>(t).unwrap()),
+            Some(json!({"arm": "a"}))
+        );
+        assert_eq!(
+            (e.outcome.actions_used, e.outcome.actions_max, e.outcome.budget_exhausted),
+            (Some(3), Some(5), Some(false))
+        );
+    }
+
+    // ---- defaults --------------------------------------------------------------------
+
+    #[test]
+    fn manifest_and_outcome_defaults_are_applied() {
+        let e = Pkg::minimal().ok();
+        assert_eq!(e.manifest.attempt, 1);
+        assert!(e.manifest.trace_complete);
+        assert_eq!(e.manifest.cluster, "task-a", "cluster defaults to task.id");
+        assert_eq!(e.outcome.stop_reason, "completed");
+        assert_eq!(e.outcome.fault_locations, None, "absent ground truth stays absent");
+        assert_eq!(e.outcome.recorded_posture, None);
+
+        let e = Pkg::minimal()
+            .set(MANIFEST, "task.cluster", json!("login-app"))
+            .set(MANIFEST, "attempt", json!(3))
+            .set(MANIFEST, "trace_complete", json!(false))
+            .set(OUTCOME, "stop_reason", json!("budget_exhausted"))
+            .set(OUTCOME, "fault_locations", json!([]))
+            .ok();
+        assert_eq!(
+            (e.manifest.cluster.as_str(), e.manifest.attempt, e.manifest.trace_complete),
+            ("login-app", 3, false)
+        );
+        assert_eq!(e.outcome.stop_reason, "budget_exhausted");
+        assert_eq!(e.outcome.fault_locations, Some(vec![]), "empty ground truth is kept apart from absent");
+    }
+
+    #[test]
+    fn record_defaults_are_applied() {
+        let e = Pkg::minimal()
+            .trace("actions", &[json!({"seq": 0}), json!({"seq": 1, "grade": "inferred", "ok": false})])
+            .trace("context", &[json!({"seq": 2, "artifact": "docs/arch.md"})])
+            .trace("entropy", &[json!({"seq": 3, "category": "code"}), json!({"seq": 4, "phase": "pre"})])
+            .trace("interventions", &[json!({"seq": 5, "actor": "human", "missing_responsibility": null})])
+            .ok();
+        let actions = e.actions.unwrap();
+        assert_eq!((actions[0].common.grade.as_str(), actions[0].ok), ("observed", true));
+        assert_eq!((actions[1].common.grade.as_str(), actions[1].ok), ("inferred", false));
+        assert!(e.context.unwrap()[0].used, "used defaults to true");
+        let phases: Vec<_> = e.entropy.unwrap().iter().map(|f| f.phase.clone()).collect();
+        assert_eq!(phases, ["post", "pre"]);
+        assert_eq!(e.interventions.unwrap()[0].missing_responsibility, None);
+    }
+
+    #[test]
+    fn tool_failure_type_is_recorded_or_derived() {
+        // (record fields, effective failure type, recorded failure type)
+        let cases = [
+            (json!({}), "none", None),
+            (json!({"exit_code": 0}), "none", None),
+            (json!({"exit_code": null}), "none", None),
+            (json!({"exit_code": 2}), "nonzero_exit", None),
+            (json!({"exit_code": -9}), "nonzero_exit", None),
+            (json!({"timed_out": true}), "timeout", None),
+            (json!({"timed_out": true, "exit_code": 124}), "timeout", None),
+            (json!({"timed_out": false, "exit_code": 0}), "none", None),
+            (json!({"exit_code": 1, "failure_type": "none"}), "none", Some("none")),
+            (json!({"exit_code": 0, "failure_type": "crash"}), "crash", Some("crash")),
+            (json!({"timed_out": true, "failure_type": "other"}), "other", Some("other")),
+        ];
+        for (i, (fields, effective, recorded)) in cases.iter().enumerate() {
+            let mut record = json!({"seq": 0, "tool": "bash"});
+            record.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+            let tool = Pkg::minimal().trace("tools", &[record]).ok().tools.unwrap().remove(0);
+            assert_eq!(tool.failure_type, *effective, "case {i}: {fields}");
+            assert_eq!(tool.recorded_failure_type.as_deref(), *recorded, "case {i}: {fields}");
+            assert_eq!(tool.failed(), *effective != "none", "case {i}: {fields}");
+        }
+    }
+
+    #[test]
+    fn mutates_defaults_to_true_only_for_edit_create_delete() {
+        let records: Vec<Value> =
+            ACTION_KINDS.iter().enumerate().map(|(i, kind)| json!({"seq": i, "kind": kind})).collect();
+        let mut with_no_kind = records.clone();
+        with_no_kind.push(json!({"seq": 99}));
+        let actions = Pkg::minimal().trace("actions", &with_no_kind).ok().actions.unwrap();
+        for a in &actions {
+            let expected = matches!(a.kind.as_deref(), Some("edit" | "create" | "delete"));
+            assert_eq!(a.mutates, expected, "kind {:?}", a.kind);
+        }
+        // An explicit value wins both ways.
+        let actions = Pkg::minimal()
+            .trace(
+                "actions",
+                &[
+                    json!({"seq": 0, "kind": "edit", "mutates": false}),
+                    json!({"seq": 1, "kind": "run", "mutates": true}),
+                ],
+            )
+            .ok()
+            .actions
+            .unwrap();
+        assert_eq!((actions[0].mutates, actions[1].mutates), (false, true));
+    }
+
+    // ---- recorded versus not recorded ------------------------------------------------
+
+    #[test]
+    fn empty_trace_is_recorded_and_missing_trace_is_not() {
+        let e = Pkg::minimal().file(TOOLS, "").file(ENTROPY, "\n\n  \n").trace("actions", &[json!({"seq": 0})]).ok();
+        assert_eq!(e.tools, Some(vec![]));
+        assert_eq!(e.entropy, Some(vec![]), "blank lines only: recorded, nothing happened");
+        assert_eq!(e.trace_len(TraceKind::Tools), Some(0));
+        assert_eq!(e.trace_len(TraceKind::Actions), Some(1));
+        assert_eq!(e.context, None);
+        assert_eq!(e.trace_len(TraceKind::Context), None);
+        assert_eq!(e.checks, None);
+    }
+
+    #[test]
+    fn recorded_posture_is_kept_beside_the_derived_one() {
+        let e = Pkg::minimal().set(OUTCOME, "evidence_posture", json!("current")).ok();
+        assert_eq!(e.outcome.recorded_posture.as_deref(), Some("current"));
+        assert_eq!(e.derived.posture, "gap");
+    }
+
+    // ---- episode identity (spec 5) ---------------------------------------------------
+
+    /// The spec's definition, written out independently of the crate.
+    fn expected_episode_id(files: &[(&str, &[u8])]) -> String {
+        let mut sorted: Vec<&(&str, &[u8])> = files.iter().collect();
+        sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut listing = Vec::new();
+        for (path, bytes) in sorted {
+            listing.extend_from_slice(path.as_bytes());
+            listing.push(0);
+            listing.extend_from_slice(blake3::hash(bytes).as_bytes());
+        }
+        let id = blake3::hash(&listing).to_hex().to_string();
+        assert_eq!(id, id.to_lowercase());
+        id
+    }
+
+    #[test]
+    fn episode_id_is_blake3_of_the_listing_in_bytewise_path_order() {
+        let manifest = serde_json::to_vec(&json!({
+            "format": "episode-package/1", "episode": "e", "model": {"name": "m"},
+            "harness": {"level": "H0"}, "task": {"id": "t"},
+        }))
+        .unwrap();
+        // '-' (0x2d) < '.' (0x2e) < '/' (0x2f) < 'B' < '_' < 'a' < 'é': a sort by path
+        // components or by case would order these differently.
+        let files: Vec<(&str, &[u8])> = vec![
+            ("manifest.json", &manifest),
+            ("outcome.json", br#"{"label": "failed"}"#),
+            ("artifacts/a/b.log", b"inner"),
+            ("artifacts/a-b.log", b"dash"),
+            ("artifacts/a.b.log", b""),
+            ("artifacts/B.log", b"upper"),
+            ("artifacts/_x.log", b"underscore"),
+            ("artifacts/\u{e9}t\u{e9}.log", b"accent"),
+            ("patch.diff", b"--- a\n+++ b\n"),
+        ];
+        let map: BTreeMap<String, Vec<u8>> = files.iter().map(|(p, b)| (p.to_string(), b.to_vec())).collect();
+        let raw = RawPackage::new(PACKAGE.to_string(), map);
+        assert_eq!(crate::hex(&raw.id), expected_episode_id(&files));
+        assert_eq!(crate::parse_hex(&expected_episode_id(&files)), Some(raw.id));
+        parse_package(&raw).expect("the package is valid");
+    }
+
+    #[test]
+    fn episode_id_depends_on_every_path_and_byte() {
+        let id = |pkg: &Pkg| pkg.raw().id;
+        let base = Pkg::minimal().file("artifacts/log.txt", "hello");
+        assert_eq!(id(&base), id(&base.clone()), "same package, same id");
+        assert_ne!(id(&base), id(&base.clone().file("artifacts/log.txt", "hellO")));
+        assert_ne!(id(&base), id(&base.clone().without("artifacts/log.txt").file("artifacts/log2.txt", "hello")));
+        assert_ne!(id(&base), id(&base.clone().file("artifacts/empty", "")), "an empty file still counts");
+        let expected = expected_episode_id(&[
+            ("manifest.json", &base.files["manifest.json"]),
+            ("outcome.json", &base.files["outcome.json"]),
+            ("artifacts/log.txt", b"hello"),
+        ]);
+        assert_eq!(crate::hex(&id(&base)), expected);
+    }
 }

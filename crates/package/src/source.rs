@@ -239,11 +239,12 @@ fn safe_member_path(raw: &[u8]) -> std::result::Result<String, String> {
         return Err(format!("member `{text}` has an absolute or non-portable path"));
     }
     let mut parts = Vec::new();
-    for part in text.split('/') {
+    for (i, part) in text.split('/').enumerate() {
         match part {
             "" | "." => {}
             ".." => return Err(format!("member `{text}` escapes the package (`..`)")),
-            p if p.len() >= 2 && p.as_bytes()[1] == b':' => {
+            // A drive letter (`C:`) makes the path absolute on Windows.
+            p if i == 0 && p.len() == 2 && p.as_bytes()[1] == b':' => {
                 return Err(format!("member `{text}` has an absolute path"))
             }
             p => parts.push(p),
@@ -352,6 +353,7 @@ mod tests {
         assert!(safe_member_path(b"/etc/passwd").is_err());
         assert!(safe_member_path(b"C:/x").is_err());
         assert_eq!(safe_member_path(b"./pkg/manifest.json").unwrap(), "pkg/manifest.json");
+        assert_eq!(safe_member_path(b"pkg/artifacts/a:b.log").unwrap(), "pkg/artifacts/a:b.log");
     }
 
     #[test]

@@ -4,20 +4,22 @@
 //! Everything here reads; nothing writes to the store. Statements that would write
 //! files or change the catalog (`COPY`, `CREATE`, `INSERT`, `SET`, ...) are refused.
 
-mod episodes;
 mod error;
 mod output;
+mod provider;
+mod tables;
 
 use std::sync::Arc;
 
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::datasource::MemTable;
 use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use epistore_store::Store;
 
 pub use error::{Error, Result};
 pub use output::{format_batches, Format};
+pub use provider::{Selection, StoreData, StoreTable};
+pub use tables::TableKind;
 
 /// Version of the SQL schema (tables and columns) this build registers.
 pub const SCHEMA_VERSION: &str = "epistore-sql/1";
@@ -27,6 +29,7 @@ pub struct Engine {
     ctx: SessionContext,
     /// The ingest sequence of the snapshot the tables were built from.
     pub snapshot_seq: u64,
+    data: Arc<StoreData>,
 }
 
 impl Engine {
@@ -36,10 +39,16 @@ impl Engine {
         let snapshot_seq = snapshot.ingest_seq()?;
         let config = SessionConfig::new().with_information_schema(true).with_default_catalog_and_schema("epistore", "public");
         let ctx = SessionContext::new_with_config(config);
-        let batch = episodes::build(&snapshot)?;
-        let table = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
-        ctx.register_table("episodes", Arc::new(table))?;
-        Ok(Engine { ctx, snapshot_seq })
+        let data = Arc::new(StoreData::new(snapshot));
+        for kind in TableKind::ALL {
+            ctx.register_table(kind.name(), Arc::new(StoreTable::new(kind, data.clone())))?;
+        }
+        Ok(Engine { ctx, snapshot_seq, data })
+    }
+
+    /// Episodes decoded so far by this session's scans.
+    pub fn decoded_episodes(&self) -> u64 {
+        self.data.decoded()
     }
 
     pub fn context(&self) -> &SessionContext {

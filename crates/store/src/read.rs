@@ -76,6 +76,15 @@ impl Snapshot {
         Ok(())
     }
 
+    /// Visits every episode's typed traces in id order.
+    pub fn for_each_traces(&self, mut f: impl FnMut(Hash, Episode) -> Result<()>) -> Result<()> {
+        for entry in table!(self.txn, TRACES).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            f(key.value(), codec::decode_compressed(value.value())?)?;
+        }
+        Ok(())
+    }
+
     pub fn episodes(&self) -> Result<Vec<EpisodeRecord>> {
         let mut out = Vec::new();
         self.for_each_episode(|r| {
@@ -85,28 +94,43 @@ impl Snapshot {
         Ok(out)
     }
 
-    /// Episode ids of one cell, read through the cell index (other cells are not touched).
-    /// `harness_level` and `task` narrow the prefix when given.
-    pub fn episode_ids_in(&self, model: &str, harness_level: Option<&str>, task: Option<&str>) -> Result<Vec<Hash>> {
+    /// Episode ids whose cell matches the given keys, read from the cell index alone
+    /// (no episode is decoded). With a model the scan is a key range over that model;
+    /// without one it walks the index keys.
+    pub fn select_ids(&self, model: Option<&str>, harness_level: Option<&str>, task: Option<&str>) -> Result<Vec<Hash>> {
         let cells = table!(self.txn, CELLS);
-        let (lo_level, hi_level) = match harness_level {
-            Some(l) => (l, l),
-            None => ("", "\u{10FFFF}"),
-        };
-        let (lo_task, hi_task) = match task {
-            Some(t) => (t, t),
-            None => ("", "\u{10FFFF}"),
-        };
+        let keep = |level: &str, t: &str| harness_level.is_none_or(|l| l == level) && task.is_none_or(|x| x == t);
         let mut out = Vec::new();
-        let range = cells
-            .range((model, lo_level, lo_task, [0u8; 32])..=(model, hi_level, hi_task, [0xffu8; 32]))
-            .map_err(Error::redb)?;
-        for entry in range {
+        let mut push = |entry: std::result::Result<(redb::AccessGuard<'_, (&str, &str, &str, [u8; 32])>, redb::AccessGuard<'_, u64>), redb::StorageError>| -> Result<()> {
             let (key, _) = entry.map_err(Error::redb)?;
             let (_, level, t, id) = key.value();
-            // The tuple range is lexicographic: keep exact matches of the narrowed keys.
-            if harness_level.is_none_or(|l| l == level) && task.is_none_or(|x| x == t) {
+            if keep(level, t) {
                 out.push(id);
+            }
+            Ok(())
+        };
+        match model {
+            Some(m) => {
+                let (lo_level, hi_level) = harness_level.map_or(("", None), |l| (l, Some(l)));
+                let lo = (m, lo_level, if hi_level.is_some() { task.unwrap_or("") } else { "" }, [0u8; 32]);
+                for entry in cells.range(lo..).map_err(Error::redb)? {
+                    let stop = match &entry {
+                        Ok((key, _)) => {
+                            let (km, kl, _, _) = key.value();
+                            km != m || hi_level.is_some_and(|l| l != kl)
+                        }
+                        Err(_) => false,
+                    };
+                    if stop {
+                        break;
+                    }
+                    push(entry)?;
+                }
+            }
+            None => {
+                for entry in cells.iter().map_err(Error::redb)? {
+                    push(entry)?;
+                }
             }
         }
         Ok(out)
