@@ -151,9 +151,11 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
 
 pub fn sql(store_dir: &Path, query: &str, format: OutputFormat) -> Result<ExitCode> {
     let store = open_read(store_dir)?;
-    let engine = Engine::open(&store)?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let batches = runtime.block_on(engine.query(query))?;
+    let batches = runtime.block_on(async {
+        let engine = Engine::open(&store).await?;
+        engine.query(query).await
+    })?;
     let text = format_batches(&batches, sql_format(format))?;
     println!("{}", text.trim_end());
     Ok(ExitCode::SUCCESS)

@@ -11,12 +11,14 @@
 mod derive;
 mod error;
 mod fields;
+mod location;
 mod model;
 mod parse;
 mod source;
 
 pub use derive::{derive_state, Posture};
 pub use error::{Error, Problem, Result};
+pub use location::Location;
 pub use model::*;
 pub use parse::parse_package;
 pub use source::{discover, read_source, Limits, PackageFile, RawPackage, Source};

@@ -8,6 +8,7 @@ mod error;
 mod output;
 mod provider;
 mod tables;
+pub mod views;
 
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ pub struct Engine {
 
 impl Engine {
     /// Snapshots the store and registers its tables.
-    pub fn open(store: &Store) -> Result<Engine> {
+    pub async fn open(store: &Store) -> Result<Engine> {
         let snapshot = store.snapshot()?;
         let snapshot_seq = snapshot.ingest_seq()?;
         let config = SessionConfig::new().with_information_schema(true).with_default_catalog_and_schema("epistore", "public");
@@ -43,6 +44,7 @@ impl Engine {
         for kind in TableKind::ALL {
             ctx.register_table(kind.name(), Arc::new(StoreTable::new(kind, data.clone())))?;
         }
+        views::register(&ctx).await?;
         Ok(Engine { ctx, snapshot_seq, data })
     }
 

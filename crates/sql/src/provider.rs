@@ -185,11 +185,6 @@ impl StoreData {
             _ => batch,
         })
     }
-
-    /// Every decoded episode of the whole store (for table functions computed in Rust).
-    pub(crate) fn all_traces(&self) -> Result<Arc<Vec<Loaded>>> {
-        self.traces(TableKind::Checks, &Selection::default(), None)
-    }
 }
 
 #[derive(Debug)]

@@ -38,11 +38,6 @@ impl<'a, R> Columns<'a, R> {
         self.col(name, true, Arc::new(array));
     }
 
-    pub fn string(&mut self, name: &str, f: impl Fn(&'a R) -> Option<String>) {
-        let array: StringArray = self.rows.iter().map(f).collect();
-        self.col(name, true, Arc::new(array));
-    }
-
     pub fn int(&mut self, name: &str, f: impl Fn(&'a R) -> Option<i64>) {
         let array: Int64Array = self.rows.iter().map(f).collect();
         self.col(name, true, Arc::new(array));

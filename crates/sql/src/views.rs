@@ -1,0 +1,154 @@
+//! The shipped metric SQL (`queries/*.sql`), registered as views in every session, and
+//! the functions the SQL needs that SQL cannot express.
+//!
+//! The files are compiled in, so the binary needs no data directory; the files stay
+//! the source an analyst reads and copies.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::datasource::ViewTable;
+use datafusion::common::{plan_err, ScalarValue};
+use datafusion::error::Result as DfResult;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::{create_udf, ColumnarValue, Expr, Volatility};
+use datafusion::prelude::SessionContext;
+use epistore_package::Location;
+
+use crate::error::Result;
+
+/// (view name, SQL), in dependency order: helpers first.
+pub const VIEWS: &[(&str, &str)] = &[
+    ("episode_facts", include_str!("../../../queries/episode_facts.sql")),
+    ("oracle_verdicts", include_str!("../../../queries/oracle_verdicts.sql")),
+    ("verifier_judgements", include_str!("../../../queries/verifier_judgements.sql")),
+    ("latest_attempts", include_str!("../../../queries/latest_attempts.sql")),
+    ("cell_metrics", include_str!("../../../queries/cell_metrics.sql")),
+    ("label_shares", include_str!("../../../queries/label_shares.sql")),
+    ("posture_shares", include_str!("../../../queries/posture_shares.sql")),
+    ("revision_correctness", include_str!("../../../queries/revision_correctness.sql")),
+    ("revision_transitions", include_str!("../../../queries/revision_transitions.sql")),
+    ("verifier_stats", include_str!("../../../queries/verifier_stats.sql")),
+    ("verifier_pairs", include_str!("../../../queries/verifier_pairs.sql")),
+    ("localisation", include_str!("../../../queries/localisation.sql")),
+    ("label_audit", include_str!("../../../queries/label_audit.sql")),
+];
+
+/// The body of the `verifier_pairs_at(c)` table function; `:coverage` is replaced.
+pub const VERIFIER_PAIRS_AT: &str = include_str!("../../../queries/verifier_pairs_at.sql");
+
+/// The text of `cell_metrics` grouped by other keys (`[]` pools everything). Lines
+/// marked `-- @keys` carry the grouping keys.
+pub fn cell_metrics_by(keys: &[&str]) -> String {
+    let sql = VIEWS.iter().find(|(name, _)| *name == "cell_metrics").expect("shipped").1;
+    sql.lines()
+        .filter_map(|line| {
+            if !line.trim_end().ends_with("-- @keys") {
+                return Some(line.to_string());
+            }
+            let indent = &line[..line.len() - line.trim_start().len()];
+            if keys.is_empty() {
+                None
+            } else if line.trim_start().starts_with("GROUP BY") {
+                Some(format!("{indent}GROUP BY {}", keys.join(", ")))
+            } else {
+                Some(format!("{indent}{},", keys.join(", ")))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub(crate) async fn register(ctx: &SessionContext) -> Result<()> {
+    ctx.register_udf(location_overlaps());
+    ctx.register_udtf("verifier_pairs_at", Arc::new(VerifierPairsAt));
+    for (name, sql) in VIEWS {
+        ctx.sql(&format!("CREATE VIEW {name} AS {sql}"))
+            .await
+            .map_err(|e| e.context(format!("registering the view `{name}` (queries/{name}.sql)")))?;
+    }
+    Ok(())
+}
+
+/// `location_overlaps(prediction, truth)`: same path and overlapping inclusive line
+/// ranges; a location without lines is the whole file. NULL when either is NULL.
+fn location_overlaps() -> datafusion::logical_expr::ScalarUDF {
+    create_udf(
+        "location_overlaps",
+        vec![DataType::Utf8, DataType::Utf8],
+        DataType::Boolean,
+        Volatility::Immutable,
+        Arc::new(|args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let as_strings = |a: &ArrayRef| -> DfResult<StringArray> {
+                Ok(cast(a, &DataType::Utf8)?.as_any().downcast_ref::<StringArray>().expect("cast to Utf8").clone())
+            };
+            let (a, b) = (as_strings(&arrays[0])?, as_strings(&arrays[1])?);
+            let out: BooleanArray = a
+                .iter()
+                .zip(b.iter())
+                .map(|(x, y)| Some(Location::parse(x?).overlaps(&Location::parse(y?))))
+                .collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    )
+}
+
+/// `verifier_pairs_at(c)`: the shipped SQL with the coverage filled in, planned in the
+/// calling session and returned as a view.
+#[derive(Debug)]
+struct VerifierPairsAt;
+
+fn literal_f64(expr: &Expr) -> Option<f64> {
+    match expr {
+        Expr::Literal(v, _) => match v {
+            ScalarValue::Float64(Some(x)) => Some(*x),
+            ScalarValue::Float32(Some(x)) => Some(f64::from(*x)),
+            ScalarValue::Int64(Some(x)) => Some(*x as f64),
+            ScalarValue::Decimal128(Some(x), _, scale) => Some(*x as f64 / 10f64.powi(i32::from(*scale))),
+            _ => None,
+        },
+        Expr::Cast(c) => literal_f64(&c.expr),
+        Expr::TryCast(c) => literal_f64(&c.expr),
+        _ => None,
+    }
+}
+
+impl TableFunctionImpl for VerifierPairsAt {
+    fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
+        let c = match args.exprs() {
+            [e] => literal_f64(e),
+            _ => None,
+        };
+        let Some(c) = c.filter(|c| *c > 0.0 && *c <= 1.0) else {
+            return plan_err!("verifier_pairs_at(c) takes one number c with 0 < c <= 1");
+        };
+        let Some(state) = args.session().as_any().downcast_ref::<SessionState>() else {
+            return plan_err!("verifier_pairs_at needs a DataFusion SessionState");
+        };
+        // `{c}` prints the shortest decimal that round-trips, so 0.55 stays 0.55.
+        let sql = VERIFIER_PAIRS_AT.replace(":coverage", &format!("{c:?}"));
+        // Planning only resolves this session's in-memory tables: nothing here waits
+        // on I/O, so driving the future to completion in place is safe.
+        let plan = futures::executor::block_on(state.create_logical_plan(&sql))?;
+        Ok(Arc::new(ViewTable::new(plan, Some(sql))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cell_metrics_regroups_on_the_marked_lines_only() {
+        let by_model = cell_metrics_by(&["model"]);
+        assert!(by_model.contains("    model,\n    sum(episodes)"));
+        assert!(by_model.trim_end().ends_with("GROUP BY model"));
+        let pooled = cell_metrics_by(&[]);
+        assert!(!pooled.contains("GROUP BY"));
+        assert!(pooled.contains("SELECT\n    sum(episodes)"));
+    }
+}

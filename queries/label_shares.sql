@@ -1,0 +1,21 @@
+-- label_shares: one row per cell and label, all five labels (a label no episode has
+-- gets 0 episodes and share 0). share = episodes with the label / episodes in the cell.
+WITH labels(label) AS (
+    VALUES ('autonomous_verified_success'), ('assisted_verified_success'),
+           ('unverified_success'), ('failed'), ('unsafe_invalid')
+),
+cells AS (
+    SELECT model, harness_level, task, count(*) AS total
+    FROM episodes GROUP BY model, harness_level, task
+),
+counts AS (
+    SELECT model, harness_level, task, label, count(*) AS n
+    FROM episodes GROUP BY model, harness_level, task, label
+)
+SELECT c.model, c.harness_level, c.task, l.label,
+       coalesce(k.n, 0) AS episodes,
+       CAST(coalesce(k.n, 0) AS DOUBLE) / nullif(c.total, 0) AS share
+FROM cells c
+CROSS JOIN labels l
+LEFT JOIN counts k
+       ON k.model = c.model AND k.harness_level = c.harness_level AND k.task = c.task AND k.label = l.label
