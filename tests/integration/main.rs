@@ -8,3 +8,4 @@ mod crash;
 mod dataset;
 mod ingest;
 mod rejections;
+mod slt;
