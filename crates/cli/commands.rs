@@ -149,15 +149,124 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
     Ok(if rejected.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-pub fn sql(store_dir: &Path, query: &str, format: OutputFormat) -> Result<ExitCode> {
+/// Prints one result; an empty result in table format says so instead of an empty frame.
+fn print_result(batches: &[datafusion::arrow::record_batch::RecordBatch], format: OutputFormat) -> Result<()> {
+    let text = format_batches(batches, sql_format(format))?;
+    println!("{}", text.trim_end());
+    Ok(())
+}
+
+pub fn sql(store_dir: &Path, query: Option<String>, file: Option<PathBuf>, format: OutputFormat) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let engine = runtime.block_on(Engine::open(&store))?;
+    let script = match (query, file) {
+        (Some(q), _) => q,
+        (None, Some(path)) => std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+        (None, None) if std::io::stdin().is_terminal() => return repl(&runtime, &engine, format),
+        (None, None) => std::io::read_to_string(std::io::stdin()).context("reading SQL from standard input")?,
+    };
+    for statement in Engine::split_statements(&script)? {
+        let batches = runtime.block_on(engine.query(&statement))?;
+        print_result(&batches, format)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The interactive shell: statements end with `;`; errors are printed, not fatal.
+fn repl(runtime: &tokio::runtime::Runtime, engine: &Engine, format: OutputFormat) -> Result<ExitCode> {
+    let mut editor = rustyline::DefaultEditor::new()?;
+    let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".epistore_history"));
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    eprintln!("epistore SQL shell (snapshot {}). End statements with `;`. \\q or Ctrl-D quits.", engine.snapshot_seq);
+    let mut buffer = String::new();
+    loop {
+        let prompt = if buffer.is_empty() { "epistore> " } else { "      ..> " };
+        let line = match editor.readline(prompt) {
+            Ok(line) => line,
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                buffer.clear();
+                continue;
+            }
+            Err(rustyline::error::ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        if buffer.is_empty() && matches!(line.trim(), "\\q" | "quit" | "exit") {
+            break;
+        }
+        buffer.push_str(&line);
+        buffer.push('\n');
+        if !line.trim_end().ends_with(';') {
+            continue;
+        }
+        let _ = editor.add_history_entry(buffer.trim_end());
+        let script = std::mem::take(&mut buffer);
+        let run = || -> Result<()> {
+            for statement in Engine::split_statements(&script)? {
+                let started = std::time::Instant::now();
+                let batches = runtime.block_on(engine.query(&statement))?;
+                print_result(&batches, format)?;
+                let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+                eprintln!("{rows} rows in {:.3} s", started.elapsed().as_secs_f64());
+            }
+            Ok(())
+        };
+        if let Err(e) = run() {
+            eprintln!("error: {e:#}");
+        }
+    }
+    if let Some(h) = &history {
+        let _ = editor.save_history(h);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Columns of `epistore metrics` unless `--all`.
+const HEADLINE: &[&str] = &[
+    "episodes",
+    "avs_rate",
+    "m_hir",
+    "verification_autonomy",
+    "attribution_completeness",
+    "tool_recovery",
+    "stale_check_rate",
+    "coverage",
+    "selective_risk",
+    "sound_completion",
+];
+
+pub fn metrics(
+    store_dir: &Path,
+    by: &str,
+    filter: Option<&str>,
+    all: bool,
+    show_sql: bool,
+    format: OutputFormat,
+) -> Result<ExitCode> {
+    let keys: Vec<&str> = by.split(',').map(str::trim).filter(|k| !k.is_empty()).collect();
+    let mut sql = Engine::metrics_sql(&keys, filter)?;
+    if !all {
+        let columns: Vec<&str> = keys.iter().copied().chain(HEADLINE.iter().copied()).collect();
+        let quote = |cols: &[&str]| cols.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+        sql = format!("SELECT {} FROM (\n{sql}\n)", quote(&columns));
+        if !keys.is_empty() {
+            // Order is not kept through a subquery: sort the outer result.
+            sql.push_str(&format!("\nORDER BY {}", quote(&keys)));
+        }
+    }
+    if show_sql {
+        println!("{sql}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let store = open_read(store_dir)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let batches = runtime.block_on(async {
         let engine = Engine::open(&store).await?;
-        engine.query(query).await
+        engine.query(&sql).await
     })?;
-    let text = format_batches(&batches, sql_format(format))?;
-    println!("{}", text.trim_end());
+    print_result(&batches, format)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,6 +14,9 @@ Examples:
   epistore ls                                        # episodes by cell (model, harness level, task)
   epistore sql \"SELECT harness_level, posture, has_verification FROM episodes ORDER BY 1\"
   epistore sql --format json \"SELECT * FROM episodes\" # NULL stays null
+  epistore metrics --by model,harness_level          # the headline metrics, pooled
+  epistore sql \"SELECT * FROM cell_metrics\"          # every metric per cell
+  epistore sql                                       # interactive SQL shell
   epistore show 3fa9                                 # an episode by id prefix
   epistore export-package 3fa9 /tmp/out              # the package back out, byte-identical
   epistore verify                                    # re-hash every blob, check every index
@@ -59,12 +62,45 @@ enum Command {
         #[arg(long, default_value_t = 512, hide_short_help = true)]
         chunk: usize,
     },
-    /// Run one read-only SQL query (DataFusion dialect) over the store's tables.
+    /// Run read-only SQL (DataFusion dialect) over the store's tables and metric views.
     ///
-    /// Tables: `episodes` (one row per episode). Statements that write files or change
-    /// the catalog (COPY, CREATE, INSERT, SET, ...) are refused.
+    /// With QUERY: run it. With --file: run every statement of the file. With neither:
+    /// read statements from standard input, or, on a terminal, start an interactive
+    /// shell (line editing, history in ~/.epistore_history; end statements with `;`).
+    /// Tables: episodes, actions, tools, context, checks, attributions, interventions,
+    /// entropy, requirements, fault_locations. Views: cell_metrics, label_shares,
+    /// posture_shares, revision_correctness, revision_transitions, verifier_stats,
+    /// verifier_pairs, localisation, label_audit, latest_attempts, episode_facts; table
+    /// function verifier_pairs_at(c). Statements that write files or change the catalog
+    /// (COPY, CREATE, INSERT, SET, ...) are refused.
     Sql {
-        query: String,
+        query: Option<String>,
+        /// Run the statements of this file.
+        #[arg(long, short, conflicts_with = "query")]
+        file: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+    /// The headline population metrics (metrics-v1 A-C), pooled over the chosen keys.
+    ///
+    /// Every ratio is a sum of numerators over a sum of denominators (never a mean of
+    /// ratios); a zero denominator prints as NULL. The SQL is queries/cell_metrics.sql
+    /// regrouped: run `epistore metrics --show-sql` to see it.
+    Metrics {
+        /// Comma-separated keys to pool over: model, harness_level, task, cluster.
+        /// Empty (`--by ''`) pools the whole store.
+        #[arg(long, default_value = "model,harness_level")]
+        by: String,
+        /// Only episodes matching this SQL condition on episode_facts columns
+        /// (model, harness_level, task, cluster, label, posture, seed, attempt, ...).
+        #[arg(long = "where")]
+        filter: Option<String>,
+        /// Every metric column, not only the headline ones.
+        #[arg(long)]
+        all: bool,
+        /// Print the SQL instead of running it.
+        #[arg(long)]
+        show_sql: bool,
         #[arg(long, value_enum, default_value = "table")]
         format: OutputFormat,
     },
@@ -96,7 +132,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
-        Command::Sql { query, format } => commands::sql(&cli.store, &query, format),
+        Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
+        Command::Metrics { by, filter, all, show_sql, format } => {
+            commands::metrics(&cli.store, &by, filter.as_deref(), all, show_sql, format)
+        }
         Command::Ls { format } => commands::ls(&cli.store, format),
         Command::Show { episode, format } => commands::show(&cli.store, &episode, format),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),

@@ -5,6 +5,8 @@ pub enum Error {
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
 }
 

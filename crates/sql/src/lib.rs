@@ -25,6 +25,9 @@ pub use tables::TableKind;
 /// Version of the SQL schema (tables and columns) this build registers.
 pub const SCHEMA_VERSION: &str = "epistore-sql/1";
 
+/// Keys `Engine::metrics_sql` can group by.
+pub const METRIC_KEYS: &[&str] = &["model", "harness_level", "task", "cluster"];
+
 /// A SQL session over one consistent snapshot of a store.
 pub struct Engine {
     ctx: SessionContext,
@@ -62,5 +65,38 @@ impl Engine {
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let df = self.ctx.sql_with_options(sql, options).await?;
         Ok(df.collect().await?)
+    }
+
+    /// Splits a script into statements (a `;` inside a string or comment does not
+    /// split), for running them one at a time.
+    pub fn split_statements(script: &str) -> Result<Vec<String>> {
+        let statements = datafusion::sql::parser::DFParser::parse_sql(script)?;
+        Ok(statements.into_iter().map(|s| s.to_string()).collect())
+    }
+
+    /// The headline metrics pooled over `keys` (any of model, harness_level, task,
+    /// cluster; none pools everything), over the episodes matching `filter` (a SQL
+    /// condition on `episode_facts` columns). This is the text of `cell_metrics`
+    /// regrouped, so every roll-up pools counts exactly as the view does.
+    pub fn metrics_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
+        for key in keys {
+            if !METRIC_KEYS.contains(key) {
+                return Err(Error::Usage(format!("cannot group metrics by `{key}`; use any of {}", METRIC_KEYS.join(", "))));
+            }
+        }
+        // Quoted: `cluster` is a keyword to the SQL parser.
+        let quoted: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
+        let keys: Vec<&str> = quoted.iter().map(String::as_str).collect();
+        let mut sql = views::cell_metrics_by(&keys);
+        if let Some(filter) = filter {
+            sql = sql.replace(
+                "FROM episode_facts",
+                &format!("FROM (SELECT * FROM episode_facts WHERE {filter}) AS episode_facts"),
+            );
+        }
+        if !keys.is_empty() {
+            sql.push_str(&format!("\nORDER BY {}", keys.join(", ")));
+        }
+        Ok(sql)
     }
 }
