@@ -7,5 +7,7 @@ mod concurrency;
 mod crash;
 mod dataset;
 mod ingest;
+mod properties;
+mod pushdown;
 mod rejections;
 mod slt;
