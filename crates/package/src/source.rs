@@ -20,8 +20,11 @@ pub struct Limits {
     pub max_file_bytes: u64,
     pub max_package_bytes: u64,
     pub max_package_files: usize,
-    /// Total uncompressed bytes read from one archive.
+    /// Total uncompressed bytes read from one archive (an archive is held in memory
+    /// while its packages are sorted out, so this bounds memory per archive).
     pub max_archive_bytes: u64,
+    /// Members of one archive (bounds the bookkeeping of empty files).
+    pub max_archive_members: usize,
 }
 
 impl Default for Limits {
@@ -30,7 +33,8 @@ impl Default for Limits {
             max_file_bytes: 256 << 20,
             max_package_bytes: 1 << 30,
             max_package_files: 100_000,
-            max_archive_bytes: 8 << 30,
+            max_archive_bytes: 2 << 30,
+            max_archive_members: 1_000_000,
         }
     }
 }
@@ -206,7 +210,13 @@ fn collect_dir(
         } else if kind.is_file() {
             let size = entry.metadata().map_err(|e| Error::io(&path, e))?.len();
             check_sizes(name, &rel, size, files.len() + 1, *total + size, limits)?;
-            let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            // Read at most one byte past the limit: a file that grew since it was
+            // measured is caught here rather than read whole.
+            let mut bytes = Vec::with_capacity(size as usize);
+            fs::File::open(&path)
+                .and_then(|f| f.take(limits.max_file_bytes + 1).read_to_end(&mut bytes))
+                .map_err(|e| Error::io(&path, e))?;
+            check_sizes(name, &rel, bytes.len() as u64, files.len() + 1, *total + bytes.len() as u64, limits)?;
             *total += bytes.len() as u64;
             files.insert(rel, bytes);
         } else {
@@ -293,6 +303,9 @@ fn read_archive(path: &Path, limits: &Limits) -> Result<Vec<Result<RawPackage>>>
         // Read no more than the header promised, even if the stream lies.
         let mut bytes = Vec::with_capacity(size.min(1 << 20) as usize);
         (&mut entry).take(size).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+        if members.len() >= limits.max_archive_members {
+            return Err(reject(format!("archive holds more than {} members", limits.max_archive_members)).into());
+        }
         if members.insert(member.clone(), bytes).is_some() {
             return Err(reject(format!("member `{member}` appears twice")).into());
         }

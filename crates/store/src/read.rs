@@ -306,8 +306,19 @@ impl Snapshot {
         }
 
         let mut logged = HashSet::new();
-        for batch in self.ingest_log()? {
+        for entry in table!(self.txn, INGEST_LOG).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
             report.batches += 1;
+            let batch: IngestBatch = match codec::decode(value.value()) {
+                Ok(b) => b,
+                Err(e) => {
+                    report.problems.push(format!("ingest batch {}: {e}", key.value()));
+                    continue;
+                }
+            };
+            if batch.seq != key.value() {
+                report.problems.push(format!("ingest batch {} records sequence {}", key.value(), batch.seq));
+            }
             for id in batch.episodes {
                 if !ids.contains(&id) {
                     report.problems.push(format!("ingest batch {} names missing episode {}", batch.seq, hex(&id)));
