@@ -3,6 +3,7 @@
 
 mod util;
 
+mod cli;
 mod concurrency;
 mod crash;
 mod dataset;

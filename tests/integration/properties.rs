@@ -182,7 +182,7 @@ fn cells(text: &str) -> Vec<Vec<Option<f64>>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 12, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn pooled_rollups_equal_the_metric_on_the_union(specs in prop::collection::vec(spec(), 1..24)) {

@@ -1,0 +1,75 @@
+//! The analyst-facing commands: `metrics`, `sql --file`, SQL from standard input.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn json_rows(out: &std::process::Output) -> Vec<Value> {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+#[test]
+fn metrics_pool_over_the_chosen_keys() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+
+    let by_level = json_rows(&store.run(&["metrics", "--format", "json"]));
+    assert_eq!(by_level.len(), 4);
+    let levels: Vec<&str> = by_level.iter().map(|r| r["harness_level"].as_str().unwrap()).collect();
+    assert_eq!(levels, ["H0", "H1", "H2", "H3"], "rows come sorted by the keys");
+    // H0..H2 have no interventions trace: m_hir is NULL there, 0 at H3 (empty trace).
+    assert_eq!(by_level[0]["m_hir"], Value::Null);
+    assert_eq!(by_level[3]["m_hir"], 0.0);
+
+    // Pooled over the whole store: sums of numerators over sums of denominators.
+    let pooled = json_rows(&store.run(&["metrics", "--by", "", "--all", "--format", "json"]));
+    assert_eq!(pooled.len(), 1);
+    assert_eq!(pooled[0]["episodes"], 4);
+    assert_eq!(pooled[0]["avs_rate"], 0.25);
+    // Requirements: 2 per episode, the 2 of H3 verified: 2/8.
+    assert_eq!(pooled[0]["verification_autonomy"], 0.25);
+    // Failed observations exist only at H3 (2 of 3 attributed): pooled stays 2/3, where a
+    // mean over the four levels' ratios would skip NULLs or count them as 0.
+    assert_eq!(pooled[0]["stale_check_rate"], 0.2);
+    assert_eq!(pooled[0]["attribution_completeness"], 2.0 / 3.0);
+    assert!(pooled[0].get("mean_score").is_some(), "--all prints every column");
+
+    let filtered = json_rows(&store.run(&["metrics", "--by", "model", "--where", "harness_level IN ('H2', 'H3')", "--format", "json"]));
+    assert_eq!(filtered[0]["episodes"], 2);
+    assert_eq!(filtered[0]["context_use"], Value::Null, "headline columns only");
+
+    let bad = store.run(&["metrics", "--by", "colour"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("cannot group metrics by `colour`"));
+
+    let sql = store.run(&["metrics", "--show-sql", "--by", "task"]);
+    let sql = text(&sql.stdout);
+    assert!(sql.contains("FROM episode_facts") && sql.contains("GROUP BY \"task\""), "{sql}");
+}
+
+#[test]
+fn sql_runs_files_and_standard_input_statement_by_statement() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("q.sql");
+    std::fs::write(&file, "-- two statements; the second has a ';' in a string\nSELECT count(*) AS n FROM episodes;\nSELECT 'a;b' AS s;\n").unwrap();
+    let out = store.run(&["sql", "--format", "csv", "--file", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "n\n4\ns\na;b\n");
+
+    let mut child = store
+        .command()
+        .args(["sql", "--format", "csv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"SELECT posture FROM episodes WHERE harness_level = 'H3'").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(text(&out.stdout), "posture\nfailure\n");
+}
