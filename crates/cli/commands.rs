@@ -17,6 +17,22 @@ use serde_json::{json, Value};
 
 use crate::OutputFormat;
 
+/// An error and its causes on one line, skipping causes whose text an earlier part
+/// already says (DataFusion errors repeat their sources in their own message).
+pub fn describe(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
 fn sql_format(f: OutputFormat) -> Format {
     match f {
         OutputFormat::Table => Format::Table,
@@ -214,7 +230,7 @@ fn repl(runtime: &tokio::runtime::Runtime, engine: &Engine, format: OutputFormat
             Ok(())
         };
         if let Err(e) = run() {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", describe(&e));
         }
     }
     if let Some(h) = &history {

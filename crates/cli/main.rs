@@ -144,7 +144,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", commands::describe(&e));
             ExitCode::from(2)
         }
     }
