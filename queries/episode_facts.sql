@@ -29,6 +29,7 @@ last_edit AS (
     GROUP BY episode_id
 ),
 -- Requirements (manifest ids) covered by a passing agent check on the final revision.
+-- A requirement is its id: an id listed twice in the manifest counts once.
 covered AS (
     SELECT DISTINCT episode_id, requirement
     FROM (

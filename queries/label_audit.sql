@@ -10,6 +10,8 @@
 --   verified_but_incorrect: a *_verified_success label on a delivered state judged wrong;
 --   success_without_completion_claim: a success label while the agent did not claim
 --     completion.
+-- A flag that needs an unknown fact (`correct` or `agent_reported_complete` NULL) is
+-- NULL, not false; `disagrees` is true when any flag holds, else false (never NULL).
 WITH flags AS (
     SELECT episode_id, episode, model, harness_level, task, label, agent_reported_complete, posture, admission,
            correct, requirements_verified, requirements_total, missing_harness_interventions,

@@ -1,13 +1,18 @@
 -- verifier_pairs_at(c): verifier_pairs at a fixed coverage c in (0, 1] (metrics-v1 E).
 -- Per pair i < j: the N candidates with known truth whose winning verdict from both
 -- verifiers has a score (`n` = N); each verifier accepts its top m by score, m the
--- smallest integer >= c*N (the product is rounded to 9 decimals first so that a
--- product that is an integer in decimal, 0.55 * 100, stays that integer); ties are
--- broken by (episode label, revision, episode_id) ascending. threshold_i/_j is the
--- m-th score. Then n0..phi as in verifier_pairs, from those accepts. N = 0: no row.
--- `:coverage` is replaced by the argument of the table function.
+-- smallest integer >= c*N, computed exactly in decimal (c is read from its decimal
+-- text as DECIMAL(38, 20), so 0.55 * 100 is 55 and 0.28000000001 * 25 rounds up to 8);
+-- ties are broken by (episode label, revision, episode_id) ascending. threshold_i/_j is
+-- the m-th score. Then n0..phi as in verifier_pairs, from those accepts. N = 0: no row.
+-- The coverage placeholder is replaced by the argument of the table function, written
+-- as the shortest decimal that round-trips; text in exponent form (c < 1e-4) does not
+-- parse as a decimal string and is cast from the floating-point literal instead.
 WITH
-params AS (SELECT CAST(:coverage AS DOUBLE) AS c),
+params AS (
+    SELECT coalesce(try_cast(':coverage' AS DECIMAL(38, 20)),
+                    CAST(:coverage AS DECIMAL(38, 20))) AS c
+),
 scored AS (SELECT * FROM verifier_judgements WHERE score IS NOT NULL),
 scored_pairs AS (
     SELECT i.verifier AS verifier_i, j.verifier AS verifier_j, i.episode_id, i.episode, i.revision, i.y,
@@ -25,7 +30,7 @@ ranked AS (
     FROM scored_pairs b
 ),
 accepted AS (
-    SELECT r.*, CAST(ceil(round(p.c * r.n, 9)) AS BIGINT) AS m
+    SELECT r.*, CAST(ceil(p.c * r.n) AS BIGINT) AS m
     FROM ranked r CROSS JOIN params p
 ),
 counts AS (

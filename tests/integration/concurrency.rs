@@ -45,7 +45,7 @@ fn a_reader_during_ingest_sees_whole_episodes_only() {
                     assert_eq!(bytes.len() as u64, file.size);
                 }
                 assert!(snapshot.episode_traces(&record.id)?.is_some(), "episode without traces");
-                Ok(())
+                Ok(true)
             })
             .unwrap();
         if !running || Instant::now() > deadline {

@@ -109,24 +109,21 @@ impl StoreData {
     }
 
     fn records(&self, s: &Selection, limit: Option<usize>) -> Result<Arc<Vec<EpisodeRecord>>> {
-        if limit.is_none() {
-            if let Some(hit) = self.records.lock().unwrap().get(s) {
-                return Ok(hit.clone());
-            }
+        if let Some(hit) = self.records.lock().unwrap().get(s) {
+            return Ok(hit.clone());
         }
         let snapshot = self.snapshot.lock().unwrap();
         let mut out = Vec::new();
-        let full = |out: &Vec<EpisodeRecord>| limit.is_some_and(|n| out.len() >= n);
+        // Under a LIMIT, stop decoding as soon as enough rows are in.
+        let wants_more = |out: &Vec<EpisodeRecord>| limit.is_none_or(|n| out.len() < n);
         if s.is_all() {
             snapshot.for_each_episode(|r| {
-                if !full(&out) {
-                    out.push(r);
-                }
-                Ok(())
+                out.push(r);
+                Ok(wants_more(&out))
             })?;
         } else {
             for id in Self::ids(&snapshot, s)? {
-                if full(&out) {
+                if !wants_more(&out) {
                     break;
                 }
                 out.extend(snapshot.episode(&id)?);
@@ -147,21 +144,20 @@ impl StoreData {
         let snapshot = self.snapshot.lock().unwrap();
         let mut out = Vec::new();
         let mut rows = 0usize;
+        // Adds one decoded episode; says whether more rows are wanted (LIMIT).
         let mut take = |out: &mut Vec<Loaded>, loaded: Loaded| {
-            if limit.is_none_or(|n| rows < n) {
-                rows += kind.rows_in(&loaded);
-                out.push(loaded);
-            }
+            rows += kind.rows_in(&loaded);
+            out.push(loaded);
+            limit.is_none_or(|n| rows < n)
         };
         if s.is_all() {
-            snapshot.for_each_traces(|id, episode| {
-                take(&mut out, Loaded { id: hex(&id), episode });
-                Ok(())
-            })?;
+            snapshot.for_each_traces(|id, episode| Ok(take(&mut out, Loaded { id: hex(&id), episode })))?;
         } else {
             for id in Self::ids(&snapshot, s)? {
                 if let Some(episode) = snapshot.episode_traces(&id)? {
-                    take(&mut out, Loaded { id: hex(&id), episode });
+                    if !take(&mut out, Loaded { id: hex(&id), episode }) {
+                        break;
+                    }
                 }
             }
         }

@@ -67,20 +67,24 @@ impl Snapshot {
         Ok(table!(self.txn, INGEST_LOG).last().map_err(Error::redb)?.map(|(k, _)| k.value()).unwrap_or(0))
     }
 
-    /// Visits every episode record in id order.
-    pub fn for_each_episode(&self, mut f: impl FnMut(EpisodeRecord) -> Result<()>) -> Result<()> {
+    /// Visits every episode record in id order, until `f` returns false.
+    pub fn for_each_episode(&self, mut f: impl FnMut(EpisodeRecord) -> Result<bool>) -> Result<()> {
         for entry in table!(self.txn, EPISODES).iter().map_err(Error::redb)? {
             let (_, value) = entry.map_err(Error::redb)?;
-            f(decode_record(value.value())?)?;
+            if !f(decode_record(value.value())?)? {
+                break;
+            }
         }
         Ok(())
     }
 
-    /// Visits every episode's typed traces in id order.
-    pub fn for_each_traces(&self, mut f: impl FnMut(Hash, Episode) -> Result<()>) -> Result<()> {
+    /// Visits every episode's typed traces in id order, until `f` returns false.
+    pub fn for_each_traces(&self, mut f: impl FnMut(Hash, Episode) -> Result<bool>) -> Result<()> {
         for entry in table!(self.txn, TRACES).iter().map_err(Error::redb)? {
             let (key, value) = entry.map_err(Error::redb)?;
-            f(key.value(), codec::decode_compressed(value.value())?)?;
+            if !f(key.value(), codec::decode_compressed(value.value())?)? {
+                break;
+            }
         }
         Ok(())
     }
@@ -89,7 +93,7 @@ impl Snapshot {
         let mut out = Vec::new();
         self.for_each_episode(|r| {
             out.push(r);
-            Ok(())
+            Ok(true)
         })?;
         Ok(out)
     }

@@ -34,7 +34,10 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     c.str("start_state", |r| r.outcome.start_state.as_deref());
     c.float("score", |r| r.outcome.score);
     c.bool("trace_complete", |r| Some(r.manifest.trace_complete));
-    c.int("n_requirements", |r| Some(r.manifest.requirements.len() as i64));
+    // Distinct ids: a requirement listed twice is one requirement (as the metrics count it).
+    c.int("n_requirements", |r| {
+        Some(r.manifest.requirements.iter().map(|q| q.id.as_str()).collect::<std::collections::HashSet<_>>().len() as i64)
+    });
     for (i, (_, kind)) in TRACE_FILES.iter().enumerate() {
         c.int(&format!("n_{}", kind.name()), move |r| r.trace_counts[i].map(i64::from));
     }
