@@ -27,3 +27,4 @@ SELECT
     sum(score_sum) / nullif(sum(scored), 0) AS mean_score
 FROM episode_facts
 GROUP BY model, harness_level, task -- @keys
+ORDER BY model, harness_level, task -- @keys

@@ -31,3 +31,4 @@ SELECT *,
                 OR verified_without_current_posture OR verified_but_incorrect
                 OR success_without_completion_claim, false) AS disagrees
 FROM flags
+ORDER BY model, harness_level, task, episode_id

@@ -1,8 +1,8 @@
 -- label_shares: one row per cell and label, all five labels (a label no episode has
 -- gets 0 episodes and share 0). share = episodes with the label / episodes in the cell.
-WITH labels(label) AS (
-    VALUES ('autonomous_verified_success'), ('assisted_verified_success'),
-           ('unverified_success'), ('failed'), ('unsafe_invalid')
+WITH labels(label, position) AS (
+    VALUES ('autonomous_verified_success', 1), ('assisted_verified_success', 2),
+           ('unverified_success', 3), ('failed', 4), ('unsafe_invalid', 5)
 ),
 cells AS (
     SELECT model, harness_level, task, count(*) AS total
@@ -19,3 +19,4 @@ FROM cells c
 CROSS JOIN labels l
 LEFT JOIN counts k
        ON k.model = c.model AND k.harness_level = c.harness_level AND k.task = c.task AND k.label = l.label
+ORDER BY c.model, c.harness_level, c.task, l.position

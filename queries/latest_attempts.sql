@@ -8,3 +8,4 @@ FROM (
     FROM episodes
 )
 WHERE pick = 1
+ORDER BY model, harness_level, task, seed

@@ -37,3 +37,4 @@ SELECT c.model, c.harness_level, c.task,
        CAST(k.all5 AS DOUBLE) / nullif(k.n, 0) AS top5_all, CAST(k.any5 AS DOUBLE) / nullif(k.n, 0) AS top5_any
 FROM (SELECT DISTINCT model, harness_level, task FROM episodes) c
 LEFT JOIN counts k ON k.model = c.model AND k.harness_level = c.harness_level AND k.task = c.task
+ORDER BY c.model, c.harness_level, c.task

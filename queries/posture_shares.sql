@@ -1,7 +1,7 @@
 -- posture_shares: one row per cell and evidence posture (spec 5), all five postures (one no episode has
 -- gets 0 episodes and share 0). share = episodes in the posture / episodes in the cell.
-WITH postures(posture) AS (
-    VALUES ('current'), ('stale'), ('failure'), ('gap'), ('unknown')
+WITH postures(posture, position) AS (
+    VALUES ('current', 1), ('stale', 2), ('failure', 3), ('gap', 4), ('unknown', 5)
 ),
 cells AS (
     SELECT model, harness_level, task, count(*) AS total
@@ -18,3 +18,4 @@ FROM cells c
 CROSS JOIN postures l
 LEFT JOIN counts k
        ON k.model = c.model AND k.harness_level = c.harness_level AND k.task = c.task AND k.posture = l.posture
+ORDER BY c.model, c.harness_level, c.task, l.position

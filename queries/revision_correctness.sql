@@ -31,3 +31,4 @@ SELECT model, harness_level, task, t AS revision,
        avg(CAST(ever AS DOUBLE)) - avg(CAST(y_t AS DOUBLE)) AS lost_correctness
 FROM held
 GROUP BY model, harness_level, task, t
+ORDER BY model, harness_level, task, revision

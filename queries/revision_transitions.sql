@@ -24,3 +24,4 @@ SELECT c.model, c.harness_level, c.task,
        CAST(k.regressed AS DOUBLE) / nullif(k.from_correct, 0) AS regression_rate
 FROM (SELECT DISTINCT model, harness_level, task FROM episodes) c
 LEFT JOIN counts k ON k.model = c.model AND k.harness_level = c.harness_level AND k.task = c.task
+ORDER BY c.model, c.harness_level, c.task

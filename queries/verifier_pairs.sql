@@ -37,3 +37,4 @@ SELECT verifier_i, verifier_j, n0, n11, n10, n01, n00,
            / nullif(sqrt(CAST(n11 + n10 AS DOUBLE) * (n01 + n00) * (n11 + n01) * (n10 + n00)), 0)
        END AS phi
 FROM pairs
+ORDER BY verifier_i, verifier_j

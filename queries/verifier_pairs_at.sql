@@ -56,3 +56,4 @@ SELECT verifier_i, verifier_j, n, threshold_i, threshold_j, n0, n11, n10, n01, n
            / nullif(sqrt(CAST(n11 + n10 AS DOUBLE) * (n01 + n00) * (n11 + n01) * (n10 + n00)), 0)
        END AS phi
 FROM counts
+ORDER BY verifier_i, verifier_j

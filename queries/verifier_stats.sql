@@ -10,3 +10,4 @@ SELECT verifier,
        CAST(sum(CASE WHEN accept = y THEN 1 ELSE 0 END) AS DOUBLE) / nullif(count(*), 0) AS verifier_accuracy
 FROM verifier_judgements
 GROUP BY verifier
+ORDER BY verifier

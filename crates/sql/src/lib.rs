@@ -36,6 +36,19 @@ pub struct Engine {
     data: Arc<StoreData>,
 }
 
+/// `epistore_info(key, value)`: which schema and which snapshot a session answers from.
+fn info_batch(snapshot_seq: u64, episodes: u64) -> Result<RecordBatch> {
+    use datafusion::arrow::array::StringArray;
+    let keys = StringArray::from(vec!["schema_version", "store_format", "snapshot_seq", "episodes"]);
+    let values = StringArray::from(vec![
+        SCHEMA_VERSION.to_string(),
+        epistore_store::STORE_FORMAT.to_string(),
+        snapshot_seq.to_string(),
+        episodes.to_string(),
+    ]);
+    Ok(RecordBatch::try_from_iter(vec![("key", Arc::new(keys) as _), ("value", Arc::new(values) as _)])?)
+}
+
 impl Engine {
     /// Snapshots the store and registers its tables.
     pub async fn open(store: &Store) -> Result<Engine> {
@@ -43,10 +56,12 @@ impl Engine {
         let snapshot_seq = snapshot.ingest_seq()?;
         let config = SessionConfig::new().with_information_schema(true).with_default_catalog_and_schema("epistore", "public");
         let ctx = SessionContext::new_with_config(config);
+        let episodes = snapshot.episode_count()?;
         let data = Arc::new(StoreData::new(snapshot));
         for kind in TableKind::ALL {
             ctx.register_table(kind.name(), Arc::new(StoreTable::new(kind, data.clone())))?;
         }
+        ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
         views::register(&ctx).await?;
         Ok(Engine { ctx, snapshot_seq, data })
     }
@@ -93,9 +108,6 @@ impl Engine {
                 "FROM episode_facts",
                 &format!("FROM (SELECT * FROM episode_facts WHERE {filter}) AS episode_facts"),
             );
-        }
-        if !keys.is_empty() {
-            sql.push_str(&format!("\nORDER BY {}", keys.join(", ")));
         }
         Ok(sql)
     }

@@ -52,8 +52,8 @@ pub fn cell_metrics_by(keys: &[&str]) -> String {
             let indent = &line[..line.len() - line.trim_start().len()];
             if keys.is_empty() {
                 None
-            } else if line.trim_start().starts_with("GROUP BY") {
-                Some(format!("{indent}GROUP BY {}", keys.join(", ")))
+            } else if let Some(clause) = ["GROUP BY", "ORDER BY"].iter().find(|c| line.trim_start().starts_with(*c)) {
+                Some(format!("{indent}{clause} {}", keys.join(", ")))
             } else {
                 Some(format!("{indent}{},", keys.join(", ")))
             }
@@ -146,9 +146,10 @@ mod tests {
     fn cell_metrics_regroups_on_the_marked_lines_only() {
         let by_model = cell_metrics_by(&["model"]);
         assert!(by_model.contains("    model,\n    sum(episodes)"));
-        assert!(by_model.trim_end().ends_with("GROUP BY model"));
+        assert!(by_model.contains("\nGROUP BY model\n"));
+        assert!(by_model.trim_end().ends_with("ORDER BY model"));
         let pooled = cell_metrics_by(&[]);
-        assert!(!pooled.contains("GROUP BY"));
+        assert!(!pooled.contains("GROUP BY") && !pooled.contains("ORDER BY"));
         assert!(pooled.contains("SELECT\n    sum(episodes)"));
     }
 }
