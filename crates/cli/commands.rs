@@ -88,6 +88,20 @@ fn open_read(store: &Path) -> Result<Store> {
     Store::open_read_only(store).with_context(|| format!("opening the store at {}", store.display()))
 }
 
+/// A progress bar on standard error, hidden when quiet or not on a terminal.
+fn progress_bar(quiet: bool, length: u64, unit: &str) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(length);
+    bar.set_style(
+        ProgressStyle::with_template(&format!("{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit}  {{msg}}"))
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
 pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: bool, chunk: usize) -> Result<ExitCode> {
     let started = Instant::now();
     let sources = discover(paths)?;
@@ -95,22 +109,28 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
     let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let options = IngestOptions { label, chunk_sources: chunk, ..IngestOptions::default() };
 
-    let bar = if quiet || !std::io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(sources.len() as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} sources  {msg}")
-            .expect("template")
-            .progress_chars("=> "),
-    );
+    let bar = progress_bar(quiet, sources.len() as u64, "sources");
     let report = store.ingest(&sources, &options, |p| {
         bar.set_position(p.sources_done as u64);
         bar.set_message(format!("{} packages, {:.1} MB", p.packages_done, p.bytes_read as f64 / 1e6));
     })?;
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
+    // Build the columnar segments for what was added, so the next query starts warm.
+    // They are derived data: a failure here loses nothing and is rebuilt on demand.
+    let columnar_started = Instant::now();
+    if report.added() > 0 {
+        let bar = progress_bar(quiet, 0, "episodes to columns");
+        let built = epistore_sql::columnar::refresh(&store, &|done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        });
+        bar.finish_and_clear();
+        if let Err(e) = built {
+            eprintln!("warning: columnar segments not built ({e}); queries will build them");
+        }
+    }
+    let columnar_seconds = columnar_started.elapsed().as_secs_f64();
 
     let rejected: Vec<_> = report
         .packages
@@ -137,7 +157,7 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
             let summary = json!({
                 "added": report.added(), "already_present": report.already_present(), "rejected": report.rejected(),
                 "bytes_read": report.bytes_read, "blobs_added": report.blobs_added, "batches": report.batches,
-                "seconds": seconds, "packages": packages,
+                "seconds": seconds, "columnar_seconds": columnar_seconds, "packages": packages,
             });
             println!("{}", serde_json::to_string_pretty(&summary)?);
         }
@@ -157,6 +177,9 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
                 rate,
                 report.bytes_read as f64 / 1e6 / seconds.max(1e-9),
             );
+            if report.added() > 0 {
+                println!("columnar segments for SQL built in {columnar_seconds:.2} s");
+            }
             if report.added() == 0 && report.rejected() == 0 && !report.packages.is_empty() {
                 println!("nothing new: the store is unchanged");
             }

@@ -19,7 +19,7 @@ fn store_with(count: usize) -> (TestStore, tempfile::TempDir) {
 fn run(store: &Store, sql: &str) -> (Vec<String>, u64) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let engine = Engine::open(store).await.unwrap();
+        let engine = Engine::open_direct(store).await.unwrap();
         let batches = engine.query(sql).await.unwrap();
         let text = epistore_sql::format_batches(&batches, epistore_sql::Format::Csv).unwrap();
         let lines = text.lines().skip(1).map(str::to_string).collect();

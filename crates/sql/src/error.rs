@@ -8,6 +8,8 @@ pub enum Error {
     Usage(String),
     #[error("{0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
+    #[error("{0}")]
+    Parquet(#[from] datafusion::parquet::errors::ParquetError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -4,6 +4,7 @@
 //! Everything here reads; nothing writes to the store. Statements that would write
 //! files or change the catalog (`COPY`, `CREATE`, `INSERT`, `SET`, ...) are refused.
 
+pub mod columnar;
 mod error;
 mod output;
 mod provider;
@@ -14,6 +15,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::context::SQLOptions;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use epistore_store::Store;
 
@@ -33,7 +36,7 @@ pub struct Engine {
     ctx: SessionContext,
     /// The ingest sequence of the snapshot the tables were built from.
     pub snapshot_seq: u64,
-    data: Arc<StoreData>,
+    data: Option<Arc<StoreData>>,
 }
 
 /// `epistore_info(key, value)`: which schema and which snapshot a session answers from.
@@ -50,25 +53,69 @@ fn info_batch(snapshot_seq: u64, episodes: u64) -> Result<RecordBatch> {
 }
 
 impl Engine {
-    /// Snapshots the store and registers its tables.
+    /// Snapshots the store and registers its tables over the columnar segments
+    /// (building the ones the snapshot lacks first).
     pub async fn open(store: &Store) -> Result<Engine> {
+        Self::open_with_progress(store, &|_, _| {}).await
+    }
+
+    /// As [`Engine::open`], reporting (episodes done, episodes to do) while segments
+    /// are built.
+    pub async fn open_with_progress(store: &Store, progress: columnar::Progress<'_>) -> Result<Engine> {
         let snapshot = store.snapshot()?;
         let snapshot_seq = snapshot.ingest_seq()?;
-        let config = SessionConfig::new().with_information_schema(true).with_default_catalog_and_schema("epistore", "public");
-        let ctx = SessionContext::new_with_config(config);
+        let episodes = snapshot.episode_count()?;
+        let segments = columnar::segments_for(store, &snapshot, progress)?;
+        let ctx = Self::context_for_store();
+        for kind in TableKind::ALL {
+            let table: Arc<dyn datafusion::catalog::TableProvider> = if segments.is_empty() {
+                Arc::new(datafusion::datasource::MemTable::try_new(kind.schema(), vec![vec![]])?)
+            } else {
+                let urls = segments
+                    .iter()
+                    .map(|s| ListingTableUrl::parse(s.file(kind).to_string_lossy()))
+                    .collect::<datafusion::error::Result<Vec<_>>>()?;
+                let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+                let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(kind.schema());
+                Arc::new(ListingTable::try_new(config)?)
+            };
+            ctx.register_table(kind.name(), table)?;
+        }
+        Self::finish(ctx, snapshot_seq, episodes, None).await
+    }
+
+    /// Registers tables that decode episodes straight from the store (no columnar
+    /// segments are read or written): slower, but touches nothing beside the store.
+    pub async fn open_direct(store: &Store) -> Result<Engine> {
+        let snapshot = store.snapshot()?;
+        let snapshot_seq = snapshot.ingest_seq()?;
         let episodes = snapshot.episode_count()?;
         let data = Arc::new(StoreData::new(snapshot));
+        let ctx = Self::context_for_store();
         for kind in TableKind::ALL {
             ctx.register_table(kind.name(), Arc::new(StoreTable::new(kind, data.clone())))?;
         }
+        Self::finish(ctx, snapshot_seq, episodes, Some(data)).await
+    }
+
+    fn context_for_store() -> SessionContext {
+        let mut config =
+            SessionConfig::new().with_information_schema(true).with_default_catalog_and_schema("epistore", "public");
+        // Read strings back as the Utf8 the tables declare.
+        config.options_mut().execution.parquet.schema_force_view_types = false;
+        SessionContext::new_with_config(config)
+    }
+
+    async fn finish(ctx: SessionContext, snapshot_seq: u64, episodes: u64, data: Option<Arc<StoreData>>) -> Result<Engine> {
         ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
         views::register(&ctx).await?;
         Ok(Engine { ctx, snapshot_seq, data })
     }
 
     /// Episodes decoded so far by this session's scans.
+    /// (Only sessions from [`Engine::open_direct`] decode; others read segments.)
     pub fn decoded_episodes(&self) -> u64 {
-        self.data.decoded()
+        self.data.as_ref().map_or(0, |d| d.decoded())
     }
 
     pub fn context(&self) -> &SessionContext {

@@ -21,7 +21,7 @@ mod tables;
 
 pub use error::{Error, Result};
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageResult};
-pub use read::{Cell, IngestBatch, Snapshot, VerifyReport};
+pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot, VerifyReport};
 pub use tables::{EpisodeRecord, FileEntry, STORE_FORMAT};
 
 use std::path::{Path, PathBuf};

@@ -42,6 +42,16 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
 }
 
+/// Decodes bytes from [`Snapshot::traces_bytes`].
+pub fn decode_traces(bytes: &[u8]) -> Result<Episode> {
+    codec::decode_compressed(bytes)
+}
+
+/// Decodes bytes from [`Snapshot::record_bytes`].
+pub fn decode_record_bytes(bytes: &[u8]) -> Result<EpisodeRecord> {
+    decode_record(bytes)
+}
+
 /// A read transaction: everything seen through it is as of one commit.
 pub struct Snapshot {
     txn: ReadTransaction,
@@ -153,6 +163,17 @@ impl Snapshot {
             Some(v) => Ok(Some(codec::decode_compressed(v.value())?)),
             None => Ok(None),
         }
+    }
+
+    /// The stored (compressed) trace record of an episode, undecoded: read the bytes
+    /// under the snapshot, decode them anywhere (in parallel) with [`decode_traces`].
+    pub fn traces_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
+        Ok(table!(self.txn, TRACES).get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()))
+    }
+
+    /// The stored episode record bytes, undecoded (see [`decode_record_bytes`]).
+    pub fn record_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
+        Ok(table!(self.txn, EPISODES).get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()))
     }
 
     /// Resolves a full id or a unique hex prefix (at least 4 characters) to an id.

@@ -1,0 +1,212 @@
+//! Columnar segments: every table of the store as Parquet files, derived from the
+//! store and kept beside it, so a session reads only the columns and row groups a
+//! query needs instead of decoding every episode.
+//!
+//! Layout: `<store>/columnar/<SCHEMA_DIR>/<first>-<last>/<table>.parquet`, one directory
+//! per segment covering the ingest-log entries `first..=last`. Segments are immutable
+//! and written whole: built in a temporary directory, then renamed into place. Rows are
+//! sorted by (model, harness_level, task, episode_id), so the row-group statistics on the
+//! cell keys let a filter on one model or cell skip the rest of the file.
+//!
+//! The store stays the source of truth: a missing segment is rebuilt from it, a segment
+//! newer than a session's snapshot is ignored by that session, and deleting the whole
+//! `columnar/` directory loses nothing.
+
+use std::path::{Path, PathBuf};
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::properties::WriterProperties;
+use epistore_package::{hex, Hash};
+use epistore_store::{decode_record_bytes, decode_traces, EpisodeRecord, IngestBatch, Snapshot, Store};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::tables::{Loaded, TableKind};
+
+/// Bumped with the SQL schema: segments of another schema are never read.
+pub const SCHEMA_DIR: &str = "epistore-sql-1";
+/// At most this many episodes per segment, so building one stays within memory.
+const SEGMENT_EPISODES: usize = 50_000;
+/// Episodes decoded and turned into Arrow at a time while building a segment.
+const BUILD_CHUNK: usize = 2_048;
+const ROW_GROUP_ROWS: usize = 65_536;
+
+/// A segment on disk: ingest-log entries `first..=last`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub first: u64,
+    pub last: u64,
+    pub dir: PathBuf,
+}
+
+impl Segment {
+    pub fn file(&self, kind: TableKind) -> PathBuf {
+        self.dir.join(format!("{}.parquet", kind.name()))
+    }
+}
+
+pub fn columnar_dir(store: &Store) -> PathBuf {
+    store.dir().join("columnar").join(SCHEMA_DIR)
+}
+
+fn segment_name(first: u64, last: u64) -> String {
+    format!("{first:012}-{last:012}")
+}
+
+fn existing_segments(dir: &Path) -> Vec<Segment> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<Segment> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (a, b) = name.split_once('-')?;
+            Some(Segment { first: a.parse().ok()?, last: b.parse().ok()?, dir: e.path() })
+        })
+        .collect();
+    out.sort_by_key(|s| (s.first, std::cmp::Reverse(s.last)));
+    out
+}
+
+/// Progress while segments are built: (episodes done, episodes to build).
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// The segments covering the snapshot's ingest log, building the missing ones from the
+/// store. Returns them in log order.
+pub fn segments_for(store: &Store, snapshot: &Snapshot, progress: Progress) -> Result<Vec<Segment>> {
+    let dir = columnar_dir(store);
+    let log = snapshot.ingest_log()?;
+    let Some(last_seq) = log.last().map(|b| b.seq) else { return Ok(Vec::new()) };
+    let existing = existing_segments(&dir);
+
+    // Walk the log, taking an existing segment where one starts at the next entry and
+    // ends within the snapshot, and collecting runs of entries that no segment covers.
+    let mut chosen = Vec::new();
+    let mut missing: Vec<Vec<&IngestBatch>> = Vec::new();
+    let mut i = 0;
+    while i < log.len() {
+        let seq = log[i].seq;
+        if let Some(seg) = existing.iter().find(|s| s.first == seq && s.last <= last_seq) {
+            chosen.push(Ok(seg.clone()));
+            while i < log.len() && log[i].seq <= seg.last {
+                i += 1;
+            }
+            continue;
+        }
+        // Start a new run, or extend the current one while it stays small enough.
+        let extend = matches!(chosen.last(), Some(Err(_)))
+            && missing.last().is_some_and(|run| run.iter().map(|b| b.episodes.len()).sum::<usize>() + log[i].episodes.len() <= SEGMENT_EPISODES);
+        if extend {
+            missing.last_mut().expect("run").push(&log[i]);
+        } else {
+            missing.push(vec![&log[i]]);
+            chosen.push(Err(missing.len() - 1));
+        }
+        i += 1;
+    }
+
+    let total: u64 = missing.iter().flatten().map(|b| b.episodes.len() as u64).sum();
+    let mut done = 0u64;
+    let mut out = Vec::with_capacity(chosen.len());
+    for slot in chosen {
+        match slot {
+            Ok(seg) => out.push(seg),
+            Err(run) => {
+                let batches = &missing[run];
+                let seg = build_segment(snapshot, &dir, batches, &|n| progress(done + n, total))?;
+                done += batches.iter().map(|b| b.episodes.len() as u64).sum::<u64>();
+                out.push(seg);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::Store(epistore_store::Error::Io { path: path.to_path_buf(), source: e })
+}
+
+/// Writes one segment for the given consecutive log entries.
+fn build_segment(snapshot: &Snapshot, dir: &Path, batches: &[&IngestBatch], progress: &(dyn Fn(u64) + Sync)) -> Result<Segment> {
+    let first = batches.first().expect("a run is never empty").seq;
+    let last = batches.last().expect("a run is never empty").seq;
+    let name = segment_name(first, last);
+    let target = dir.join(&name);
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+
+    // Order by cell, then id: read the small records first to sort.
+    let mut order: Vec<(String, String, String, Hash)> = Vec::new();
+    for id in batches.iter().flat_map(|b| b.episodes.iter()) {
+        let bytes = snapshot.record_bytes(id)?.ok_or_else(|| missing(id))?;
+        let r = decode_record_bytes(&bytes)?;
+        order.push((r.manifest.model, r.manifest.harness_level, r.manifest.task, *id));
+    }
+    order.sort_unstable();
+
+    let properties = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).expect("valid level")))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .build();
+    let mut writers = Vec::new();
+    for kind in TableKind::ALL {
+        let path = tmp.join(format!("{}.parquet", kind.name()));
+        let file = std::fs::File::create(&path).map_err(|e| io(&path, e))?;
+        writers.push(ArrowWriter::try_new(file, kind.schema(), Some(properties.clone()))?);
+    }
+
+    let mut written = 0u64;
+    for chunk in order.chunks(BUILD_CHUNK) {
+        // Bytes are read under the snapshot in order; decoding runs in parallel.
+        let raw: Vec<(Hash, Vec<u8>, Vec<u8>)> = chunk
+            .iter()
+            .map(|(_, _, _, id)| {
+                let record = snapshot.record_bytes(id)?.ok_or_else(|| missing(id))?;
+                let traces = snapshot.traces_bytes(id)?.ok_or_else(|| missing(id))?;
+                Ok((*id, record, traces))
+            })
+            .collect::<Result<_>>()?;
+        let decoded: Vec<(EpisodeRecord, Loaded)> = raw
+            .par_iter()
+            .map(|(id, record, traces)| {
+                Ok((decode_record_bytes(record)?, Loaded { id: hex(id), episode: decode_traces(traces)? }))
+            })
+            .collect::<Result<_>>()?;
+        let (records, loaded): (Vec<EpisodeRecord>, Vec<Loaded>) = decoded.into_iter().unzip();
+        let built: Vec<RecordBatch> = TableKind::ALL
+            .par_iter()
+            .map(|kind| if kind.needs_traces() { kind.build_traces(&loaded) } else { kind.build_records(&records) })
+            .collect::<Result<_>>()?;
+        for (writer, batch) in writers.iter_mut().zip(&built) {
+            if batch.num_rows() > 0 {
+                writer.write(batch)?;
+            }
+        }
+        written += chunk.len() as u64;
+        progress(written);
+    }
+    for writer in writers {
+        writer.close()?;
+    }
+    // Another reader may have built the same segment meanwhile: theirs is as good.
+    match std::fs::rename(&tmp, &target) {
+        Ok(()) => {}
+        Err(_) if target.is_dir() => {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        Err(e) => return Err(io(&target, e)),
+    }
+    Ok(Segment { first, last, dir: target })
+}
+
+fn missing(id: &Hash) -> Error {
+    Error::Store(epistore_store::Error::Corrupt(format!("episode {} named by the ingest log is missing", hex(id))))
+}
+
+/// Builds whatever segments the current store lacks (run after an ingest, so the
+/// next session starts warm).
+pub fn refresh(store: &Store, progress: Progress) -> Result<usize> {
+    let snapshot = store.snapshot()?;
+    Ok(segments_for(store, &snapshot, progress)?.len())
+}
