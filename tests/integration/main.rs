@@ -4,6 +4,7 @@
 mod util;
 
 mod cli;
+mod columnar;
 mod concurrency;
 mod crash;
 mod dataset;
