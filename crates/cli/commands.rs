@@ -412,3 +412,19 @@ pub fn verify(store_dir: &Path, format: OutputFormat) -> Result<ExitCode> {
     }
     Ok(if intact { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
+
+pub fn synth(config: &epistore_synth::Config, out: &Path, quiet: bool) -> Result<ExitCode> {
+    let started = Instant::now();
+    let bar = progress_bar(quiet, config.episodes as u64, "episodes");
+    let summary = epistore_synth::generate(config, out, |done| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    println!(
+        "wrote {} episodes ({} files, {:.1} MB) to {} in {:.2} s",
+        summary.episodes,
+        summary.files,
+        summary.bytes as f64 / 1e6,
+        out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -20,6 +20,7 @@ Examples:
   epistore show 3fa9                                 # an episode by id prefix
   epistore export-package 3fa9 /tmp/out              # the package back out, byte-identical
   epistore verify                                    # re-hash every blob, check every index
+  epistore synth --episodes 10000 --out /tmp/pop     # a realistic synthetic population
 
 The store lives in --store DIR, else $EPISTORE_STORE, else ./.epistore; `ingest`
 creates it. Any number of readers may run while one `ingest` writes.";
@@ -121,6 +122,26 @@ enum Command {
         episode: String,
         dir: PathBuf,
     },
+    /// Write a deterministic synthetic population of valid episode packages.
+    ///
+    /// Models x harness levels H0..H3 x tasks in clusters x seeds x attempts, with the
+    /// harness ladder's evidence gradient, forced-revision trajectories with oracle
+    /// verdicts, verifiers with correlated false accepts, interventions, entropy audits
+    /// and shared artifacts. The same arguments always write the same bytes.
+    Synth {
+        #[arg(long)]
+        episodes: usize,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 4)]
+        models: usize,
+        #[arg(long, default_value_t = 50)]
+        tasks: usize,
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Re-hash every blob and check every index. Exits 0 only when the store is intact.
     Verify {
         #[arg(long, value_enum, default_value = "table")]
@@ -140,6 +161,10 @@ fn main() -> ExitCode {
         Command::Show { episode, format } => commands::show(&cli.store, &episode, format),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format } => commands::verify(&cli.store, format),
+        Command::Synth { episodes, out, seed, models, tasks, quiet } => {
+            let config = epistore_synth::Config { episodes, seed, models, tasks, ..Default::default() };
+            commands::synth(&config, &out, quiet)
+        }
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,1678 @@
+//! One episode: a small simulation of an agent working a task under a harness level,
+//! recorded as the level's recorder would record it, then judged by evaluators and
+//! verifiers. The latent truth (is the code correct at each revision, how plausible a
+//! wrong revision looks) drives what the traces show, so the metrics have something
+//! real to find.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+use serde_json::{json, Map, Value};
+
+use crate::rng::{round, sigmoid, Prng, STREAM_EPISODE, STREAM_RUN};
+use crate::text::{self, rfc3339, EPOCH_2026_05_01};
+use crate::world::{missing_at, Lang, Model, Repo, Task, World, COMPONENTS, LEVELS};
+
+/// Where one episode sits in the population.
+#[derive(Debug, Clone, Copy)]
+pub struct Slot {
+    pub index: usize,
+    pub model: usize,
+    pub level: usize,
+    pub task: usize,
+    pub seed: u64,
+    pub attempt: u32,
+    /// Another attempt of the same (cell, seed) follows: this one ended badly.
+    pub retried: bool,
+}
+
+/// A generated package: its directory (relative to the output root) and its files.
+pub struct Package<'w> {
+    pub dir: String,
+    pub files: Vec<(String, Cow<'w, [u8]>)>,
+}
+
+/// The verifiers of the population, with how they read a candidate's plausibility:
+/// (name, bias, sensitivity to the shared "looks right" factor, own noise).
+const VERIFIERS: [(&str, f64, f64, f64); 3] = [
+    ("judge-a", -0.3, 1.6, 0.5),
+    ("judge-b", -0.1, 1.3, 0.7),
+    ("judge-c", -0.5, 0.9, 1.0),
+];
+
+/// Study design of a (task, seed): drawn once, shared by every model, level and attempt.
+pub struct Design {
+    pub forced: bool,
+    pub start_state: Option<bool>,
+    pub forced_revisions: u32,
+}
+
+pub fn design(config_seed: u64, task: usize, seed: u64) -> Design {
+    let mut rng = Prng::new(&[config_seed, STREAM_RUN, task as u64, seed]);
+    let forced = rng.chance(0.3);
+    let start_state = if rng.chance(0.2) {
+        Some(rng.chance(0.45))
+    } else {
+        None
+    };
+    Design {
+        forced,
+        start_state,
+        forced_revisions: rng.int(3, 6) as u32,
+    }
+}
+
+type Rec = Map<String, Value>;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Observed {
+    Pass,
+    Fail,
+    Timeout,
+    Crash,
+}
+
+struct AgentCheck {
+    revision: usize,
+    result: &'static str,
+    requirements: Vec<String>,
+    check_id: String,
+    method: &'static str,
+}
+
+struct Sim<'w> {
+    rng: Prng,
+    repo: &'w Repo,
+    task: &'w Task,
+    model: &'w Model,
+    level: usize,
+    seq: u64,
+    clock: i64,
+    /// (seq at which records were lost, how many).
+    gap: Option<(u64, u64)>,
+    actions: Vec<Rec>,
+    tools: Vec<Rec>,
+    context: Vec<Rec>,
+    checks: Vec<Rec>,
+    attribution: Vec<Rec>,
+    interventions: Vec<Rec>,
+    entropy: Vec<Rec>,
+    /// Latent correctness of every revision (index = observed revision).
+    states: Vec<bool>,
+    /// How convincing each revision looks (drives false passes and false accepts).
+    plausibility: Vec<f64>,
+    n_actions: u32,
+    artifacts: Vec<(String, Cow<'w, [u8]>)>,
+    n_outputs: u32,
+    /// Failed tool records (index into `tools`, what kind of run) awaiting recovery.
+    unrecovered: Vec<(usize, &'static str)>,
+    record_interventions: bool,
+    boost: f64,
+    missing_interventions: u32,
+    assisted: bool,
+    edited: Vec<String>,
+    repro_log: String,
+    agent_checks: Vec<AgentCheck>,
+    localised: bool,
+    tokens_in: u64,
+    tokens_out: u64,
+}
+
+impl<'w> Sim<'w> {
+    fn tools_on(&self) -> bool {
+        self.level >= 1
+    }
+    fn verify_on(&self) -> bool {
+        self.level >= 3
+    }
+    fn revision(&self) -> usize {
+        self.states.len() - 1
+    }
+    fn correct(&self) -> bool {
+        *self.states.last().unwrap()
+    }
+
+    /// Advances the clock and hands out the next `seq` with its timestamp.
+    fn next(&mut self, lo_ms: u64, hi_ms: u64) -> (u64, String) {
+        self.clock += self.rng.int(lo_ms.max(1), hi_ms.max(1)) as i64;
+        if let Some((at, lost)) = self.gap {
+            if self.seq >= at {
+                // The recorder missed these events: their seqs are never written.
+                self.seq += lost;
+                self.gap = None;
+            }
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        (seq, rfc3339(self.clock))
+    }
+
+    fn record(&mut self, lo_ms: u64, hi_ms: u64) -> (u64, Rec) {
+        let (seq, ts) = self.next(lo_ms, hi_ms);
+        let mut r = Rec::new();
+        r.insert("seq".into(), json!(seq));
+        r.insert("ts".into(), json!(ts));
+        (seq, r)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tool(
+        &mut self,
+        tool: &str,
+        command: String,
+        duration_ms: u64,
+        exit_code: Option<i64>,
+        timed_out: bool,
+        failure_type: Option<&str>,
+        output: Option<String>,
+    ) -> (u64, usize) {
+        let (seq, mut r) = self.record(200, 4000);
+        self.clock += duration_ms as i64;
+        r.insert("tool".into(), json!(tool));
+        r.insert("command".into(), json!(command));
+        r.insert("exit_code".into(), json!(exit_code));
+        r.insert("duration_ms".into(), json!(duration_ms));
+        if timed_out {
+            r.insert("timed_out".into(), json!(true));
+        }
+        if let Some(f) = failure_type {
+            r.insert("failure_type".into(), json!(f));
+        }
+        if let Some(o) = output {
+            r.insert("output".into(), json!(o));
+        }
+        self.tools.push(r);
+        (seq, self.tools.len() - 1)
+    }
+
+    fn action(
+        &mut self,
+        kind: &str,
+        paths: &[&str],
+        summary: String,
+        tool_seq: Option<u64>,
+        ok: bool,
+    ) -> u64 {
+        let (seq, mut r) = self.record(800, 25_000);
+        r.insert("kind".into(), json!(kind));
+        r.insert("paths".into(), json!(paths));
+        r.insert("summary".into(), json!(summary));
+        if let Some(t) = tool_seq {
+            r.insert("tool_seq".into(), json!(t));
+        }
+        if !ok {
+            r.insert("ok".into(), json!(false));
+        }
+        self.actions.push(r);
+        self.n_actions += 1;
+        self.tokens_in += self.rng.int(1500, 7000);
+        self.tokens_out += self.rng.int(60, 900);
+        seq
+    }
+
+    /// Marks pending failures of this kind as recovered by `by` (when the recorder notices).
+    fn recover(&mut self, kind: &str, by: u64) {
+        let p = [0.0, 0.45, 0.6, 0.85][self.level];
+        let pending = std::mem::take(&mut self.unrecovered);
+        for (idx, k) in pending {
+            if k != kind {
+                self.unrecovered.push((idx, k));
+            } else if self.rng.chance(p) {
+                self.tools[idx].insert("recovered_by".into(), json!(by));
+            }
+        }
+    }
+
+    /// A failed observation at H3 gets an attribution record, most of the time.
+    fn attribute(&mut self, failure_seq: u64, category: &str, evidence: Vec<u64>) {
+        if !self.verify_on() || !self.rng.chance(0.72) {
+            return;
+        }
+        let localise = !self.localised && category == "feedback" && self.rng.chance(0.85);
+        let predictions = if localise {
+            self.rng.int(1, 3) as usize
+        } else {
+            1
+        };
+        let evidence: Vec<u64> = evidence.into_iter().filter(|s| *s <= failure_seq).collect();
+        for rank in 1..=predictions {
+            let (_, mut r) = self.record(500, 8000);
+            if self.rng.chance(0.6) {
+                r.insert("grade".into(), json!("inferred"));
+            }
+            r.insert("failure_seq".into(), json!(failure_seq));
+            r.insert("category".into(), json!(category));
+            let responsibility = match category {
+                "tool" => "observability",
+                "context" => "context_selection",
+                "feedback" => "verification",
+                _ => *self
+                    .rng
+                    .pick(&["failure_attribution", "task_state", "verification"]),
+            };
+            r.insert("responsibility".into(), json!(responsibility));
+            if localise {
+                r.insert("location".into(), json!(self.predict_location(rank)));
+                r.insert("rank".into(), json!(rank));
+            }
+            let confidence = round(self.rng.uniform(0.3, 0.95) / rank as f64, 2);
+            r.insert("confidence".into(), json!(confidence));
+            r.insert("evidence".into(), json!(evidence));
+            self.attribution.push(r);
+        }
+        self.localised |= localise;
+    }
+
+    /// A ranked fault-location guess; better models put the truth at rank 1 more often.
+    fn predict_location(&mut self, rank: usize) -> String {
+        let (path, start, end) = self.task.regions[self.rng.index(self.task.regions.len())].clone();
+        let hit = self
+            .rng
+            .chance((0.25 + 0.6 * self.model.skill - 0.1 * (rank as f64 - 1.0)).clamp(0.05, 0.9));
+        if hit {
+            match self.rng.index(3) {
+                0 => format!("{path}:{start}-{end}"),
+                1 => format!("{path}:{}", self.rng.int(start as u64, end as u64)),
+                _ => path,
+            }
+        } else {
+            let file = &self.repo.files[self.rng.index(self.repo.files.len())];
+            let s = self.rng.int(1, file.lines as u64 - 5);
+            if file.path == path && s <= end as u64 && s + 4 >= start as u64 {
+                format!("{}:{}-{}", file.path, end + 20, end + 24)
+            } else {
+                format!("{}:{}-{}", file.path, s, s + self.rng.int(0, 4))
+            }
+        }
+    }
+
+    fn read(&mut self, path: &str) {
+        let tool_seq = if self.tools_on() {
+            let tool = if self.rng.chance(0.6) {
+                "read_file"
+            } else {
+                "shell"
+            };
+            let cmd = if tool == "shell" {
+                format!("sed -n '1,200p' {path}")
+            } else {
+                format!("read_file {path}")
+            };
+            let d = self.rng.int(5, 60);
+            Some(self.tool(tool, cmd, d, Some(0), false, None, None).0)
+        } else {
+            None
+        };
+        let summary = format!("Read {path}");
+        self.action("read", &[path], summary, tool_seq, true);
+    }
+
+    fn search(&mut self) {
+        let word = *self.rng.pick(&[
+            self.task.field,
+            "TODO",
+            "raise",
+            "error",
+            "validate",
+            "limit",
+        ]);
+        if !self.tools_on() {
+            let s = format!("Looked for `{word}` in the files given in the prompt");
+            self.action("search", &[], s, None, true);
+            return;
+        }
+        let cmd = format!(
+            "rg -n '{word}' {}",
+            if self.rng.chance(0.5) { "src" } else { "." }
+        );
+        let no_match = self.rng.chance(0.2);
+        let (exit, ft) = if no_match {
+            // rg exits 1 on no match: some recorders know that is not a failure.
+            (
+                1,
+                if self.rng.chance(0.5) {
+                    Some("none")
+                } else {
+                    None
+                },
+            )
+        } else {
+            (0, None)
+        };
+        let d = self.rng.int(10, 400);
+        let (seq, idx) = self.tool("ripgrep", cmd, d, Some(exit), false, ft, None);
+        if no_match && ft.is_none() {
+            self.unrecovered.push((idx, "search"));
+        } else {
+            self.recover("search", seq);
+        }
+        let s = if no_match {
+            format!("Searched for `{word}`: no match")
+        } else {
+            format!("Searched for `{word}`")
+        };
+        self.action("search", &[], s, Some(seq), true);
+    }
+
+    /// One ok edit (retrying a failed application first, sometimes); moves the latent state.
+    fn edit(&mut self, path: &str, transition: impl FnOnce(&mut Sim<'w>) -> (bool, f64)) {
+        let tool = *self.rng.pick(&["edit_file", "apply_patch", "str_replace"]);
+        if self.rng.chance(0.07) {
+            let tool_seq = if self.tools_on() {
+                let d = self.rng.int(20, 300);
+                let (seq, idx) = self.tool(
+                    tool,
+                    format!("{tool} {path}"),
+                    d,
+                    Some(1),
+                    false,
+                    Some("parse_error"),
+                    None,
+                );
+                self.unrecovered.push((idx, "edit"));
+                Some(seq)
+            } else {
+                None
+            };
+            let s = format!("Edit of {path} did not apply: context lines not found");
+            self.action("edit", &[path], s, tool_seq, false);
+        }
+        let tool_seq = if self.tools_on() {
+            let d = self.rng.int(20, 300);
+            let (seq, _) = self.tool(
+                tool,
+                format!("{tool} {path}"),
+                d,
+                Some(0),
+                false,
+                None,
+                None,
+            );
+            self.recover("edit", seq);
+            Some(seq)
+        } else {
+            None
+        };
+        let summary = format!("{} in {path}", text::sentence(&mut self.rng));
+        self.action("edit", &[path], summary, tool_seq, true);
+        let (state, plaus) = transition(self);
+        self.states.push(state);
+        self.plausibility.push(plaus);
+        if !self.edited.iter().any(|p| p == path) {
+            self.edited.push(path.to_string());
+        }
+    }
+
+    fn p_fix(&self) -> f64 {
+        (0.12 + 0.5 * self.model.skill - 0.35 * self.task.difficulty
+            + 0.06 * self.level as f64
+            + self.boost)
+            .clamp(0.03, 0.9)
+    }
+
+    fn p_break(&self, forced: bool) -> f64 {
+        (0.12 + 0.25 * self.task.difficulty - 0.03 * self.level as f64
+            + if forced { 0.12 } else { 0.0 })
+        .clamp(0.02, 0.6)
+    }
+
+    /// The ordinary transition of an attempted fix.
+    fn fix_attempt(&mut self, forced: bool) -> (bool, f64) {
+        let now = self.correct();
+        let next = if now {
+            !self.rng.chance(self.p_break(forced))
+        } else {
+            self.rng.chance(self.p_fix())
+        };
+        self.boost *= 0.5;
+        let plaus = if next { 1.0 } else { self.rng.f().powf(1.5) };
+        (next, plaus)
+    }
+
+    fn large_output(&mut self, failing: &[&str], timeout_ms: Option<u64>) -> String {
+        self.n_outputs += 1;
+        let path = format!("artifacts/tool-output-{}.log", self.n_outputs);
+        let size = self.rng.log_uniform(10_000.0, 200_000.0) as usize;
+        let log = text::test_log(
+            &mut self.rng,
+            self.repo,
+            self.task,
+            failing,
+            timeout_ms,
+            size,
+        );
+        self.artifacts
+            .push((path.clone(), Cow::Owned(log.into_bytes())));
+        path
+    }
+
+    /// What a test of the current revision shows.
+    fn observe(&mut self, timeout_p: f64, leniency: f64) -> Observed {
+        let x = self.rng.f();
+        if x < timeout_p {
+            return Observed::Timeout;
+        }
+        if x < timeout_p + 0.01 {
+            return Observed::Crash;
+        }
+        let plaus = *self.plausibility.last().unwrap();
+        let pass = if self.correct() {
+            self.rng.chance(0.96)
+        } else {
+            self.rng.chance(leniency * plaus)
+        };
+        if pass {
+            Observed::Pass
+        } else {
+            Observed::Fail
+        }
+    }
+
+    /// A test run: tool record, run action, and at H3 the agent's check record.
+    #[allow(clippy::too_many_arguments)]
+    fn test(
+        &mut self,
+        check_id: &str,
+        method: &'static str,
+        command: String,
+        requirements: Vec<String>,
+        timeout_p: f64,
+        leniency: f64,
+        output_p: f64,
+    ) -> Observed {
+        let observed = self.observe(timeout_p, leniency);
+        if !self.tools_on() {
+            return observed;
+        }
+        let limit = if method == "regression" {
+            300_000
+        } else {
+            120_000
+        };
+        let failing: Vec<&str> = if observed == Observed::Fail {
+            self.task.bug_tests.iter().map(String::as_str).collect()
+        } else {
+            vec![]
+        };
+        let timeout = (observed == Observed::Timeout).then_some(limit);
+        let output = (self.n_outputs < 5 && self.rng.chance(output_p))
+            .then(|| self.large_output(&failing, timeout));
+        let (exit, timed_out, ft, duration) = match observed {
+            Observed::Pass => (Some(0), false, None, self.rng.int(800, 90_000)),
+            Observed::Fail => (Some(1), false, None, self.rng.int(800, 90_000)),
+            Observed::Timeout => (
+                None,
+                true,
+                if self.rng.chance(0.5) {
+                    Some("timeout")
+                } else {
+                    None
+                },
+                limit,
+            ),
+            Observed::Crash => (Some(139), false, Some("crash"), self.rng.int(200, 5000)),
+        };
+        let runner = if self.rng.chance(0.8) {
+            "shell"
+        } else {
+            "run_tests"
+        };
+        let (tool_seq, idx) = self.tool(
+            runner,
+            command.clone(),
+            duration,
+            exit,
+            timed_out,
+            ft,
+            output,
+        );
+        if observed == Observed::Pass {
+            self.recover("test", tool_seq);
+        } else {
+            self.unrecovered.push((idx, "test"));
+        }
+        let summary = match observed {
+            Observed::Pass => format!("Ran `{command}`: passing"),
+            Observed::Fail => format!("Ran `{command}`: {} failing", self.task.bug_tests.len()),
+            Observed::Timeout => format!("Ran `{command}`: killed at the {} s limit", limit / 1000),
+            Observed::Crash => format!("Ran `{command}`: the runner crashed (signal 11)"),
+        };
+        let action_seq = self.action("run", &[], summary, Some(tool_seq), true);
+        let _ = writeln!(
+            self.repro_log,
+            "[{}] revision {}\n$ {command}\n{}\n",
+            rfc3339(self.clock),
+            self.revision(),
+            match observed {
+                Observed::Pass => "PASS\nexit 0",
+                Observed::Fail => "FAIL: expected error, got generic message\nexit 1",
+                Observed::Timeout => "(killed: timeout)",
+                Observed::Crash => "Segmentation fault (core dumped)\nexit 139",
+            }
+        );
+        if observed != Observed::Pass {
+            let category = match observed {
+                Observed::Fail => "feedback",
+                _ => "tool",
+            };
+            if self.rng.chance(0.3) {
+                self.attribute(tool_seq, category, vec![tool_seq, action_seq]);
+            }
+        }
+        if self.verify_on() {
+            let result = match observed {
+                Observed::Pass => "pass",
+                Observed::Fail => "fail",
+                Observed::Timeout => "timeout",
+                Observed::Crash => "error",
+            };
+            let (seq, mut r) = self.record(50, 1500);
+            r.insert("check_id".into(), json!(check_id));
+            r.insert("actor".into(), json!("agent"));
+            r.insert("method".into(), json!(method));
+            r.insert("command".into(), json!(command));
+            r.insert("result".into(), json!(result));
+            if let Some(e) = exit {
+                r.insert("exit_code".into(), json!(e));
+            }
+            r.insert("duration_ms".into(), json!(duration));
+            r.insert("requirements".into(), json!(requirements));
+            if method == "reproduction" || self.rng.chance(0.1) {
+                r.insert("revision".into(), json!(self.revision()));
+            }
+            if method == "targeted_test" || method == "regression" {
+                r.insert(
+                    "suite_id".into(),
+                    json!(format!("{}:{}", text::suite_command(self.repo), check_id)),
+                );
+            }
+            let interpretation = match result {
+                "pass" => "behaves as required".to_string(),
+                "fail" if method == "reproduction" => "bug reproduced".to_string(),
+                "fail" => format!("{} still failing", self.task.bug_tests.len()),
+                "timeout" => format!("exceeded the {} s limit; no verdict", limit / 1000),
+                _ => "runner crashed; no verdict".to_string(),
+            };
+            r.insert("interpretation".into(), json!(interpretation));
+            self.checks.push(r);
+            self.agent_checks.push(AgentCheck {
+                revision: self.revision(),
+                result,
+                requirements,
+                check_id: check_id.to_string(),
+                method,
+            });
+            if result != "pass" {
+                let category = if result == "fail" { "feedback" } else { "tool" };
+                self.attribute(seq, category, vec![tool_seq, action_seq, seq]);
+            }
+        }
+        observed
+    }
+
+    fn requirement_ids(&self) -> Vec<String> {
+        self.task
+            .requirements
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// An intervention opportunity; recorded only when the harness records them.
+    fn maybe_intervene(&mut self) {
+        let p = [0.22, 0.16, 0.11, 0.05][self.level] * (0.6 + self.task.difficulty);
+        if !self.rng.chance(p) {
+            return;
+        }
+        let missing = missing_at(self.level);
+        let stands_in = self.rng.chance(if self.level == 3 { 0.45 } else { 0.85 });
+        let responsibility = if stands_in {
+            if self.level == 3 {
+                *self.rng.pick(&[
+                    "permissions",
+                    "permissions",
+                    "verification",
+                    "context_selection",
+                ])
+            } else {
+                *self.rng.pick(&missing)
+            }
+        } else {
+            ""
+        };
+        let kind = match responsibility {
+            "permissions" => "permission_grant",
+            "context_selection" | "project_memory" | "task_state" => "context_provision",
+            "verification" | "failure_attribution" => *self.rng.pick(&["hint", "correction"]),
+            "" => *self.rng.pick(&["approval", "approval", "hint", "other"]),
+            _ => *self.rng.pick(&["hint", "correction", "context_provision"]),
+        };
+        if matches!(kind, "hint" | "correction" | "context_provision") {
+            self.boost += 0.2;
+        }
+        if !responsibility.is_empty() {
+            self.missing_interventions += 1;
+        }
+        if kind != "approval" {
+            self.assisted = true;
+        }
+        if !self.record_interventions {
+            return;
+        }
+        let (_, mut r) = self.record(10_000, 240_000);
+        r.insert(
+            "actor".into(),
+            json!(*self
+                .rng
+                .pick(&["human", "human", "human", "human", "evaluator", "other"])),
+        );
+        r.insert("kind".into(), json!(kind));
+        let reason = match kind {
+            "permission_grant" => "agent needed write access to the fixtures directory".to_string(),
+            "context_provision" => format!(
+                "pointed the agent at {}",
+                self.repo.test_files[self.task.focus]
+            ),
+            "hint" => format!("suggested looking at how {} is handled", self.task.field),
+            "correction" => "told the agent its last change broke valid input".to_string(),
+            "approval" => "approved running the full suite".to_string(),
+            _ => "answered a clarification question".to_string(),
+        };
+        r.insert("reason".into(), json!(reason));
+        r.insert(
+            "missing_responsibility".into(),
+            if responsibility.is_empty() {
+                Value::Null
+            } else {
+                json!(responsibility)
+            },
+        );
+        r.insert(
+            "avoidable".into(),
+            json!(!responsibility.is_empty() && self.rng.chance(0.7)),
+        );
+        r.insert(
+            "burden".into(),
+            json!(*self.rng.pick(&["low", "low", "medium", "high"])),
+        );
+        r.insert(
+            "minutes".into(),
+            json!(round(self.rng.log_uniform(0.5, 40.0), 1)),
+        );
+        self.interventions.push(r);
+    }
+
+    fn entropy_audit(&mut self, phase: &str, n: u64, max_severity: u64) {
+        for _ in 0..n {
+            let (_, mut r) = self.record(100, 3000);
+            let category = *self.rng.pick(&[
+                "code",
+                "documentation",
+                "dependency",
+                "test",
+                "file_residue",
+                "architecture",
+                "workflow",
+            ]);
+            r.insert("category".into(), json!(category));
+            r.insert("severity".into(), json!(self.rng.int(0, max_severity)));
+            // `post` is the default: some recorders leave it out.
+            if phase == "pre" || self.rng.chance(0.6) {
+                r.insert("phase".into(), json!(phase));
+            }
+            let path = match category {
+                "file_residue" => format!("tmp/probe-{}.log", self.rng.hex(4)),
+                "dependency" => "package.json".to_string(),
+                "documentation" => "README.md".to_string(),
+                "test" => self.repo.test_files[self.rng.index(self.repo.test_files.len())].clone(),
+                _ => self.repo.files[self.rng.index(self.repo.files.len())]
+                    .path
+                    .clone(),
+            };
+            r.insert("path".into(), json!(path));
+            let note = match (phase, category) {
+                ("pre", _) => "pre-run audit: finding present before the agent started",
+                (_, "file_residue") => "scratch file left in the working tree (not in patch.diff)",
+                (_, "code") => "debug logging added during the episode is still in place",
+                (_, "test") => "test skipped with a TODO instead of fixed",
+                _ => "drift introduced during the episode",
+            };
+            r.insert("note".into(), json!(note));
+            self.entropy.push(r);
+        }
+    }
+}
+
+fn jsonl(records: &[Rec], shuffle: Option<&mut Prng>) -> Vec<u8> {
+    let mut lines: Vec<String> = records
+        .iter()
+        .map(|r| Value::Object(r.clone()).to_string())
+        .collect();
+    if let Some(rng) = shuffle {
+        // Records may appear in any order in a file (spec 3): a late flush.
+        if lines.len() >= 3 {
+            let i = rng.index(lines.len() - 1);
+            lines.swap(i, i + 1);
+        }
+    }
+    let mut out = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+fn pretty(v: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(v).expect("JSON values serialise");
+    out.push(b'\n');
+    out
+}
+
+pub fn build<'w>(world: &'w World, config_seed: u64, slot: &Slot) -> Package<'w> {
+    let model = &world.models[slot.model];
+    let task = &world.tasks[slot.task];
+    let repo = &world.repos[task.repo];
+    let level = slot.level;
+    let level_name = LEVELS[level];
+    let d = design(config_seed, slot.task, slot.seed);
+    let mut rng = Prng::new(&[config_seed, STREAM_EPISODE, slot.index as u64]);
+
+    // Attempts of one (cell, seed) run a few hours apart, in order.
+    let cell_start = Prng::new(&[
+        config_seed,
+        STREAM_RUN,
+        2 << 32,
+        slot.task as u64,
+        slot.model as u64,
+        level as u64,
+        slot.seed,
+    ])
+    .int(0, 20 * 86_400_000) as i64;
+    let start = EPOCH_2026_05_01
+        + cell_start
+        + (slot.attempt as i64 - 1) * 6 * 3_600_000
+        + rng.int(0, 600_000) as i64;
+    let trace_complete = !rng.chance(0.03);
+    let gap = (!trace_complete).then(|| (rng.int(4, 40), rng.int(1, 6)));
+    let record_interventions = level == 3 || rng.chance(0.35);
+    let start_correct = d.start_state.unwrap_or(false);
+    let mut sim = Sim {
+        rng,
+        repo,
+        task,
+        model,
+        level,
+        seq: 0,
+        clock: start,
+        gap,
+        actions: vec![],
+        tools: vec![],
+        context: vec![],
+        checks: vec![],
+        attribution: vec![],
+        interventions: vec![],
+        entropy: vec![],
+        states: vec![start_correct],
+        plausibility: vec![if start_correct { 1.0 } else { 0.3 }],
+        n_actions: 0,
+        artifacts: vec![],
+        n_outputs: 0,
+        unrecovered: vec![],
+        record_interventions,
+        boost: if slot.attempt > 1 { 0.05 } else { 0.0 },
+        missing_interventions: 0,
+        assisted: false,
+        edited: vec![],
+        repro_log: String::new(),
+        agent_checks: vec![],
+        localised: false,
+        tokens_in: 0,
+        tokens_out: 0,
+    };
+    let focus_path = repo.files[task.focus].path.clone();
+    let reqs = sim.requirement_ids();
+
+    // ---- before work: audit, context, plan ------------------------------------------
+    if level >= 3 {
+        let n = sim.rng.int(1, 3);
+        sim.entropy_audit("pre", n, 2);
+    }
+    if level >= 2 {
+        let mut pool: Vec<(String, &str, &str)> = vec![
+            (
+                "docs/ARCHITECTURE.md".into(),
+                "architecture",
+                "find where the faulty behaviour lives",
+            ),
+            (
+                "TESTING.md".into(),
+                "testing",
+                "targeted and full test commands",
+            ),
+            (
+                "NOTES.md".into(),
+                "task_state",
+                "task state: symptom and probe from the intake",
+            ),
+            (".agent/MEMORY.md".into(), "memory", "project conventions"),
+            (
+                "docs/KNOWN_FAILURES.md".into(),
+                "known_failures",
+                "flaky tests to ignore",
+            ),
+            (focus_path.clone(), "code", "the module under change"),
+            ("README.md".into(), "doc", "project overview"),
+            (
+                format!("issue #{}", sim.rng.int(10, 4000)),
+                "issue",
+                "the original bug report",
+            ),
+            (
+                "artifacts/task-spec.md".into(),
+                "other",
+                "task specification",
+            ),
+            (
+                "artifacts/repo-snapshot.txt".into(),
+                "code",
+                "repository snapshot at the task commit",
+            ),
+        ];
+        let k = sim.rng.int(3, 7) as usize;
+        let picks = sim.rng.sample(pool.len(), k);
+        let used_p = if level == 3 { 0.85 } else { 0.75 };
+        for i in picks.into_iter().rev() {
+            let (artifact, kind, purpose) = pool.swap_remove(i);
+            let (_, mut r) = sim.record(300, 4000);
+            r.insert("artifact".into(), json!(artifact));
+            r.insert("kind".into(), json!(kind));
+            r.insert("purpose".into(), json!(purpose));
+            r.insert("used".into(), json!(sim.rng.chance(used_p)));
+            sim.context.push(r);
+        }
+    }
+    if sim.rng.chance(0.7) {
+        sim.action(
+            "plan",
+            &[],
+            format!(
+                "Plan: reproduce, fix {}, verify R1..R{}",
+                focus_path,
+                reqs.len()
+            ),
+            None,
+            true,
+        );
+    }
+
+    // ---- exploration ------------------------------------------------------------------
+    let explore = 4 + (task.difficulty * 20.0) as u64 + sim.rng.int(0, 16);
+    for _ in 0..explore {
+        if sim.rng.chance(0.35) {
+            sim.search();
+        } else {
+            let path = if sim.rng.chance(0.5) {
+                focus_path.clone()
+            } else if sim.rng.chance(0.5) {
+                repo.test_files[sim.rng.index(repo.test_files.len())].clone()
+            } else {
+                repo.files[sim.rng.index(repo.files.len())].path.clone()
+            };
+            sim.read(&path);
+        }
+    }
+
+    // ---- reproduction (revision 0) ----------------------------------------------------
+    let repro_p = [0.0, 0.6, 0.75, 0.95][level];
+    if sim.rng.chance(repro_p) {
+        let command = text::suite_command(repo).to_string();
+        let observed = sim.observe(0.0, 0.3);
+        let failing: Vec<&str> = if observed == Observed::Fail {
+            task.bug_tests.iter().map(String::as_str).collect()
+        } else {
+            vec![]
+        };
+        // The unmodified repository gives the same log in every episode: a shared artifact.
+        sim.n_outputs += 1;
+        let path = format!("artifacts/tool-output-{}.log", sim.n_outputs);
+        let bytes = if d.start_state.is_none() && observed == Observed::Fail {
+            Cow::Borrowed(task.baseline_log.as_slice())
+        } else {
+            let size = sim.rng.log_uniform(10_000.0, 60_000.0) as usize;
+            Cow::Owned(text::test_log(&mut sim.rng, repo, task, &failing, None, size).into_bytes())
+        };
+        sim.artifacts.push((path.clone(), bytes));
+        let fail = observed == Observed::Fail;
+        // A reproduction is expected to fail: some recorders say so explicitly.
+        let ft = (fail && sim.rng.chance(0.5)).then_some("none");
+        let duration = sim.rng.int(2000, 90_000);
+        let (tool_seq, idx) = sim.tool(
+            "shell",
+            command.clone(),
+            duration,
+            Some(fail as i64),
+            false,
+            ft,
+            Some(path),
+        );
+        if fail && ft.is_none() {
+            sim.unrecovered.push((idx, "test"));
+        }
+        let summary = if fail {
+            format!(
+                "Reproduced the bug: {} failing on the unmodified repository",
+                task.bug_tests.len()
+            )
+        } else {
+            "Ran the suite on the starting state: passing".to_string()
+        };
+        let action_seq = sim.action("run", &[], summary, Some(tool_seq), true);
+        let _ = writeln!(
+            sim.repro_log,
+            "# reproduction log: {}/{}/seed-{}\n# probe: {}\n\n[{}] revision 0 (before any edit)\n$ {command}\n{}\n",
+            task.id,
+            level_name,
+            slot.seed,
+            text::probe_command(repo, task),
+            rfc3339(sim.clock),
+            if fail { "FAIL\nexit 1" } else { "PASS\nexit 0" }
+        );
+        if sim.verify_on() {
+            let (seq, mut r) = sim.record(50, 1500);
+            r.insert("check_id".into(), json!(format!("repro-{}", task.field)));
+            r.insert("actor".into(), json!("agent"));
+            r.insert("method".into(), json!("reproduction"));
+            r.insert("command".into(), json!(text::probe_command(repo, task)));
+            r.insert("result".into(), json!(if fail { "fail" } else { "pass" }));
+            r.insert("exit_code".into(), json!(fail as i64));
+            r.insert("requirements".into(), json!(["R1"]));
+            r.insert("revision".into(), json!(0));
+            r.insert(
+                "interpretation".into(),
+                json!(if fail {
+                    "bug reproduced"
+                } else {
+                    "could not reproduce on the starting state"
+                }),
+            );
+            sim.checks.push(r);
+            sim.agent_checks.push(AgentCheck {
+                revision: 0,
+                result: if fail { "fail" } else { "pass" },
+                requirements: vec!["R1".into()],
+                check_id: format!("repro-{}", task.field),
+                method: "reproduction",
+            });
+            if fail {
+                sim.attribute(seq, "feedback", vec![tool_seq, action_seq, seq]);
+            }
+        }
+    }
+
+    // ---- the edit loop ----------------------------------------------------------------
+    let budget = task.actions_max;
+    // What the agent's targeted test covers: the same for the whole episode.
+    let targeted: Vec<String> = reqs
+        .iter()
+        .take(sim.rng.int(1, 2) as usize)
+        .cloned()
+        .collect();
+    let abort_after = slot.retried.then(|| sim.rng.int(1, 3) as u32);
+    let unsafe_p = [0.05, 0.035, 0.02, 0.01][level];
+    let mut stop_reason = "completed";
+    let mut claimed = false;
+    let mut unsafe_action = false;
+    let mut iterations = 0u32;
+    let mut last_pass: Option<usize> = None;
+    loop {
+        if let Some(n) = abort_after {
+            if iterations >= n {
+                stop_reason =
+                    *sim.rng
+                        .pick(&["infra_error", "infra_error", "timeout", "budget_exhausted"]);
+                break;
+            }
+        }
+        if sim.n_actions + 3 >= budget {
+            stop_reason = "budget_exhausted";
+            break;
+        }
+        iterations += 1;
+        sim.maybe_intervene();
+        for _ in 0..sim.rng.int(0, 3) {
+            let path = if sim.rng.chance(0.7) {
+                focus_path.clone()
+            } else {
+                repo.files[sim.rng.index(repo.files.len())].path.clone()
+            };
+            sim.read(&path);
+        }
+        let path = if sim.rng.chance(0.85) {
+            focus_path.clone()
+        } else {
+            repo.files[sim.rng.index(repo.files.len())].path.clone()
+        };
+        // H3 in a forced-revision run notices a regression it just checked and reverts.
+        let revert = d.forced
+            && level == 3
+            && last_pass
+                .is_some_and(|r| r + 1 == sim.revision() && sim.states[r] && !sim.correct())
+            && sim
+                .agent_checks
+                .last()
+                .is_some_and(|c| c.result == "fail" && c.revision == sim.revision())
+            && sim.rng.chance(0.6);
+        if revert {
+            let back = sim.revision() - 1;
+            sim.edit(&path, |s| (s.states[back], s.plausibility[back]));
+        } else {
+            sim.edit(&path, |s| s.fix_attempt(d.forced));
+        }
+        if sim.rng.chance(unsafe_p / 2.0) {
+            // Deleting the failing test instead of fixing the code.
+            unsafe_action = true;
+            let test_path = repo.test_files[task.focus].clone();
+            sim.edit(&test_path, |s| {
+                let c = s.correct();
+                (c, if c { 1.0 } else { 0.9 })
+            });
+            let last = sim.actions.last_mut().unwrap();
+            last.insert("kind".into(), json!("delete"));
+            last.insert(
+                "summary".into(),
+                json!(format!("Deleted {test_path}: failing test removed")),
+            );
+        }
+
+        let observed = if sim.tools_on() {
+            let check_id = format!("unit-{}", repo.modules[task.focus]);
+            let command = text::probe_command(repo, task);
+            Some(sim.test(
+                &check_id,
+                "targeted_test",
+                command,
+                targeted.clone(),
+                0.03,
+                0.45,
+                0.35,
+            ))
+        } else {
+            None
+        };
+        if observed == Some(Observed::Pass) {
+            last_pass = Some(sim.revision());
+        }
+        let done = if d.forced {
+            sim.revision() as u32 >= d.forced_revisions
+        } else {
+            match observed {
+                None => sim.rng.chance(0.5 + 0.3 * model.skill),
+                Some(Observed::Pass) => sim.rng.chance(0.9),
+                Some(_) => {
+                    if sim.rng.chance(if level == 3 { 0.06 } else { 0.1 }) {
+                        // Gives up. At H3 the agent escalates; below it just stops.
+                        if level == 3 && sim.rng.chance(0.5) {
+                            stop_reason = "escalated";
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
+            }
+        };
+        if done {
+            break;
+        }
+    }
+    if unsafe_action && sim.rng.chance(0.5) {
+        stop_reason = "invalid_action";
+    }
+
+    // ---- final verification, late edits, completion -----------------------------------
+    let finishing = matches!(stop_reason, "completed" | "escalated");
+    if finishing {
+        if level == 3 {
+            for req in &reqs {
+                if sim.rng.chance(0.1) {
+                    continue; // not checked: stays unverified
+                }
+                let id = format!("probe-{}-{}", req.to_lowercase(), task.field);
+                let cmd = format!("{} --case {}", text::probe_command(repo, task), req);
+                sim.test(
+                    &id,
+                    "deterministic_check",
+                    cmd,
+                    vec![req.clone()],
+                    0.01,
+                    0.55,
+                    0.0,
+                );
+            }
+            if sim.rng.chance(0.7) {
+                let cmd = text::suite_command(repo).to_string();
+                sim.test(
+                    "full-regression",
+                    "regression",
+                    cmd,
+                    reqs.clone(),
+                    0.12,
+                    0.4,
+                    0.8,
+                );
+            }
+            if sim.rng.chance(0.3) {
+                let cmd = match repo.lang {
+                    Lang::Python => "ruff check src",
+                    Lang::JavaScript => "npx eslint src",
+                    Lang::Rust => "cargo clippy -- -D warnings",
+                    Lang::Go => "go vet ./...",
+                };
+                let lint_reqs: Vec<String> = reqs.iter().filter(|r| *r == "R3").cloned().collect();
+                sim.test("lint", "lint", cmd.to_string(), lint_reqs, 0.0, 0.9, 0.0);
+            }
+            if sim.rng.chance(0.04) {
+                let (_, mut r) = sim.record(10, 100);
+                r.insert("check_id".into(), json!("e2e"));
+                r.insert("actor".into(), json!("agent"));
+                r.insert("method".into(), json!("registered_test"));
+                r.insert("result".into(), json!("skipped"));
+                r.insert(
+                    "interpretation".into(),
+                    json!("browser not available in the sandbox"),
+                );
+                sim.checks.push(r);
+            }
+        } else if level >= 1 && sim.rng.chance(0.5) {
+            let cmd = text::suite_command(repo).to_string();
+            sim.test(
+                "full-regression",
+                "regression",
+                cmd,
+                reqs.clone(),
+                0.1,
+                0.4,
+                0.8,
+            );
+        }
+        // Verify, then edit: a last cleanup nobody re-checks.
+        if sim.revision() > 0 && sim.rng.chance([0.1, 0.1, 0.12, 0.15][level]) {
+            let p = focus_path.clone();
+            sim.edit(&p, |s| {
+                let c = s.correct();
+                let next = if c {
+                    !s.rng.chance(0.08)
+                } else {
+                    s.rng.chance(0.05)
+                };
+                (
+                    next,
+                    if next {
+                        1.0
+                    } else {
+                        s.plausibility.last().copied().unwrap_or(0.5)
+                    },
+                )
+            });
+            let last = sim.actions.last_mut().unwrap();
+            last.insert(
+                "summary".into(),
+                json!("Removed debug logging and tidied the change"),
+            );
+        }
+        if level >= 2 || sim.rng.chance(0.5) {
+            sim.action(
+                "message",
+                &["reports/final.md"],
+                "Wrote the final report".into(),
+                None,
+                true,
+            );
+        }
+        claimed = stop_reason == "completed";
+        if claimed {
+            let summary = format!(
+                "Reported the task complete after {} revision(s)",
+                sim.revision()
+            );
+            let p = focus_path.clone();
+            sim.action("complete", &[p.as_str()], summary, None, true);
+        }
+    } else if stop_reason != "budget_exhausted" && sim.rng.chance(0.03) {
+        stop_reason = "other";
+    }
+    if level == 3 {
+        let n = sim.rng.int(0, 4);
+        sim.entropy_audit("post", n, 3);
+    }
+    let ended = sim.clock + sim.rng.int(1000, 20_000) as i64;
+    let final_rev = sim.revision();
+    let final_correct = sim.correct();
+
+    // ---- evaluation after the episode -------------------------------------------------
+    sim.clock = ended + sim.rng.int(60_000, 3_600_000) as i64;
+    let mut evaluated: Vec<usize> = Vec::new();
+    if d.forced {
+        evaluated = (0..=final_rev)
+            .filter(|&r| r == final_rev || sim.rng.chance(0.85))
+            .collect();
+    } else if level == 3 {
+        if d.start_state.is_some() || sim.rng.chance(0.3) {
+            evaluated.push(0);
+        }
+        if sim.rng.chance(0.35) && final_rev > 0 {
+            evaluated.push(final_rev);
+        }
+    }
+    if d.start_state.is_some() && (d.forced || level == 3) && !evaluated.contains(&0) {
+        evaluated.insert(0, 0);
+    }
+    for &r in &evaluated {
+        let runs = if sim.rng.chance(0.05) { 2 } else { 1 };
+        for run in 0..runs {
+            let (_, mut rec) = sim.record(20_000, 200_000);
+            rec.insert("check_id".into(), json!("hidden-tests"));
+            rec.insert("actor".into(), json!("evaluator"));
+            rec.insert("method".into(), json!("oracle"));
+            // An infrastructure error now and then: metrics drop those records.
+            let error = run + 1 < runs || sim.rng.chance(0.02);
+            let result = if error {
+                "error"
+            } else if sim.states[r] {
+                "pass"
+            } else {
+                "fail"
+            };
+            rec.insert("result".into(), json!(result));
+            rec.insert("requirements".into(), json!(reqs));
+            rec.insert("revision".into(), json!(r));
+            rec.insert("suite_id".into(), json!(format!("hidden:{}@v1", task.id)));
+            sim.checks.push(rec);
+        }
+    }
+    let mut candidates: Vec<usize> = Vec::new();
+    if d.forced {
+        candidates = evaluated
+            .iter()
+            .copied()
+            .filter(|&r| r == final_rev || sim.rng.chance(0.6))
+            .collect();
+        if !candidates.contains(&final_rev) {
+            candidates.push(final_rev);
+        }
+    } else if level == 3 && sim.rng.chance(0.6) {
+        candidates.push(final_rev);
+    }
+    for &r in &candidates {
+        // One shared "looks right" factor per candidate: the verifiers' errors are correlated.
+        let looks_right = if sim.states[r] {
+            0.8 + 0.8 * sim.rng.normal()
+        } else {
+            3.0 * (sim.plausibility[r] - 0.5) + 0.7 * sim.rng.normal()
+        };
+        let order = sim.rng.sample(3, 3);
+        let order: Vec<usize> = if sim.rng.chance(0.5) {
+            order
+        } else {
+            order.into_iter().rev().collect()
+        };
+        for v in order {
+            let (name, bias, sensitivity, noise) = VERIFIERS[v];
+            if !sim.rng.chance(0.92) {
+                continue;
+            }
+            let judgements = if sim.rng.chance(0.04) { 2 } else { 1 };
+            for _ in 0..judgements {
+                let score = round(
+                    sigmoid(bias + sensitivity * looks_right + noise * sim.rng.normal()),
+                    3,
+                );
+                let (_, mut rec) = sim.record(2_000, 40_000);
+                rec.insert("check_id".into(), json!(format!("review/{name}")));
+                rec.insert("actor".into(), json!("verifier"));
+                rec.insert("method".into(), json!("judge"));
+                rec.insert("verifier".into(), json!(name));
+                rec.insert(
+                    "verdict".into(),
+                    json!(if score >= 0.5 { "accept" } else { "reject" }),
+                );
+                if sim.rng.chance(0.95) {
+                    rec.insert("score".into(), json!(score));
+                }
+                rec.insert("revision".into(), json!(r));
+                rec.insert("suite_id".into(), json!("patch-review/v2"));
+                sim.checks.push(rec);
+            }
+        }
+    }
+
+    // ---- outcome ------------------------------------------------------------------------
+    let on_final = |c: &&AgentCheck| c.revision == final_rev;
+    let req_status: Vec<(String, &str)> = reqs
+        .iter()
+        .map(|id| {
+            let covering: Vec<&AgentCheck> = sim
+                .agent_checks
+                .iter()
+                .filter(on_final)
+                .filter(|c| c.requirements.contains(id))
+                .collect();
+            let status = if covering.iter().any(|c| c.result == "pass") {
+                "verified"
+            } else if covering.iter().any(|c| c.result == "fail") {
+                "failed"
+            } else {
+                "unverified"
+            };
+            (id.clone(), status)
+        })
+        .collect();
+    let verified = level == 3 && req_status.iter().all(|(_, s)| *s == "verified");
+    let mut label = if unsafe_action {
+        "unsafe_invalid"
+    } else if !claimed {
+        "failed"
+    } else if verified {
+        if sim.assisted || sim.missing_interventions > 0 {
+            "assisted_verified_success"
+        } else {
+            "autonomous_verified_success"
+        }
+    } else if level == 3 && req_status.iter().any(|(_, s)| *s == "failed") {
+        "failed"
+    } else {
+        "unverified_success"
+    };
+    if sim.rng.chance(0.04) {
+        // Labels are written by people and scripts: now and then one disagrees with the evidence.
+        label = *sim.rng.pick(&[
+            "autonomous_verified_success",
+            "assisted_verified_success",
+            "unverified_success",
+            "failed",
+        ]);
+    }
+    let correct: Option<bool> =
+        if (stop_reason == "infra_error" && sim.rng.chance(0.5)) || sim.rng.chance(0.05) {
+            None
+        } else if sim.rng.chance(0.03) {
+            Some(!final_correct) // the delivered-state verdict disagrees with the oracle
+        } else {
+            Some(final_correct)
+        };
+    let admission: Option<&str> = if sim.rng.chance([0.45, 0.35, 0.25, 0.05][level]) {
+        None
+    } else if sim.rng.chance(0.04) {
+        Some("pending")
+    } else {
+        let plaus = *sim.plausibility.last().unwrap();
+        let p = if unsafe_action {
+            0.1
+        } else if !claimed {
+            0.03
+        } else if level == 3 {
+            if verified {
+                0.9
+            } else {
+                0.25
+            }
+        } else if final_correct {
+            0.8
+        } else {
+            0.15 + 0.5 * plaus
+        };
+        Some(if sim.rng.chance(p) {
+            "accepted"
+        } else {
+            "rejected"
+        })
+    };
+    let wall_ms = ended - start;
+    let cost_in = sim.tokens_in + sim.context.len() as u64 * 3000;
+    let usd = (cost_in as f64 * model.usd_in + sim.tokens_out as f64 * model.usd_out) / 1e6;
+    let mut outcome = Map::new();
+    outcome.insert("label".into(), json!(label));
+    outcome.insert("agent_reported_complete".into(), json!(claimed));
+    outcome.insert("stop_reason".into(), json!(stop_reason));
+    outcome.insert("correct".into(), json!(correct));
+    outcome.insert(
+        "start_state".into(),
+        json!(d.start_state.map(|c| if c { "correct" } else { "wrong" })),
+    );
+    outcome.insert("admission".into(), json!(admission));
+    if level > 0 || sim.rng.chance(0.9) {
+        outcome.insert(
+            "requirements".into(),
+            Value::Array(
+                req_status
+                    .iter()
+                    .map(|(id, s)| json!({"id": id, "status": s}))
+                    .collect(),
+            ),
+        );
+    }
+    outcome.insert(
+        "budget".into(),
+        json!({"actions_used": sim.n_actions, "actions_max": budget, "exhausted": stop_reason == "budget_exhausted"}),
+    );
+    outcome.insert(
+        "cost".into(),
+        json!({"tokens_in": cost_in, "tokens_out": sim.tokens_out, "usd": round(usd, 4), "wall_ms": wall_ms}),
+    );
+    if let Some(locations) = &task.fault_locations {
+        outcome.insert(
+            "fault_locations".into(),
+            Value::Array(locations.iter().map(|l| json!({"location": l})).collect()),
+        );
+    }
+    if task.graded {
+        let score = match correct.unwrap_or(final_correct) {
+            true if sim.rng.chance(0.5) => 1.0,
+            true => round(sim.rng.uniform(0.75, 1.0), 2),
+            false => round(sim.rng.uniform(0.0, 0.6), 2),
+        };
+        outcome.insert("score".into(), json!(score));
+    }
+    let timed_out_checks = sim
+        .agent_checks
+        .iter()
+        .filter(|c| c.result == "timeout")
+        .count();
+    if timed_out_checks > 0 {
+        outcome.insert(
+            "notes".into(),
+            json!(format!(
+                "{timed_out_checks} check(s) timed out; recorded, not retried"
+            )),
+        );
+    }
+
+    // ---- manifest ---------------------------------------------------------------------
+    let episode_label = format!("{}/{}/seed-{}", task.id, level_name, slot.seed);
+    let mut tags = Map::new();
+    tags.insert(
+        "study".into(),
+        json!(if d.forced {
+            "forced-revision"
+        } else {
+            "harness-ladder"
+        }),
+    );
+    if d.start_state.is_some() {
+        tags.insert("start".into(), json!("common-state"));
+    }
+    tags.insert("population".into(), json!(format!("synth-{config_seed}")));
+    let manifest = json!({
+        "format": "episode-package/1",
+        "episode": episode_label,
+        "model": {"name": model.name, "version": model.version, "provider": model.provider},
+        "harness": {"name": "ladder", "level": level_name, "version": "1.0", "components": COMPONENTS[level]},
+        "task": {"id": task.id, "family": task.family, "cluster": task.cluster},
+        "repository": {"url": repo.url, "commit": task.commit},
+        "requirements": task.requirements.iter().map(|(id, text)| json!({"id": id, "text": text})).collect::<Vec<_>>(),
+        "seed": slot.seed,
+        "attempt": slot.attempt,
+        "started_at": rfc3339(start),
+        "ended_at": rfc3339(ended),
+        "trace_complete": trace_complete,
+        "tags": tags,
+    });
+
+    // ---- files --------------------------------------------------------------------------
+    let mut files: Vec<(String, Cow<'w, [u8]>)> = Vec::with_capacity(16 + sim.artifacts.len());
+    files.push(("manifest.json".into(), Cow::Owned(pretty(&manifest))));
+    files.push((
+        "outcome.json".into(),
+        Cow::Owned(pretty(&Value::Object(outcome))),
+    ));
+    let shuffle_actions = sim.rng.chance(0.04);
+    files.push((
+        "traces/actions.jsonl".into(),
+        Cow::Owned(jsonl(&sim.actions, shuffle_actions.then_some(&mut sim.rng))),
+    ));
+    if level >= 1 {
+        files.push((
+            "traces/tools.jsonl".into(),
+            Cow::Owned(jsonl(&sim.tools, None)),
+        ));
+    }
+    if level >= 2 {
+        files.push((
+            "traces/context.jsonl".into(),
+            Cow::Owned(jsonl(&sim.context, None)),
+        ));
+    }
+    if !sim.checks.is_empty() || level == 3 {
+        files.push((
+            "traces/verification.jsonl".into(),
+            Cow::Owned(jsonl(&sim.checks, None)),
+        ));
+    }
+    if level == 3 {
+        files.push((
+            "traces/attribution.jsonl".into(),
+            Cow::Owned(jsonl(&sim.attribution, None)),
+        ));
+        files.push((
+            "traces/entropy.jsonl".into(),
+            Cow::Owned(jsonl(&sim.entropy, None)),
+        ));
+    }
+    if sim.record_interventions {
+        files.push((
+            "traces/interventions.jsonl".into(),
+            Cow::Owned(jsonl(&sim.interventions, None)),
+        ));
+    }
+    if final_rev > 0 {
+        let patch = text::diff(&mut sim.rng, repo, &sim.edited);
+        files.push(("patch.diff".into(), Cow::Owned(patch.into_bytes())));
+    }
+    files.push((
+        "artifacts/task-spec.md".into(),
+        Cow::Borrowed(task.spec_md.as_slice()),
+    ));
+    if level >= 2 {
+        files.push((
+            "artifacts/repo-snapshot.txt".into(),
+            Cow::Borrowed(task.snapshot.as_slice()),
+        ));
+    }
+    if level == 3 && !sim.repro_log.is_empty() {
+        files.push((
+            "artifacts/repro.log".into(),
+            Cow::Owned(std::mem::take(&mut sim.repro_log).into_bytes()),
+        ));
+    }
+    let final_report = final_report(
+        &episode_label,
+        task,
+        label,
+        final_rev,
+        &req_status,
+        stop_reason,
+    );
+    if sim.rng.chance(0.1) {
+        let v = json!({"episode": episode_label, "label": label, "final_revision": final_rev,
+                       "stop_reason": stop_reason, "summary": final_report});
+        files.push(("reports/final.json".into(), Cow::Owned(pretty(&v))));
+    } else {
+        files.push((
+            "reports/final.md".into(),
+            Cow::Owned(final_report.into_bytes()),
+        ));
+    }
+    if level == 3 {
+        if sim.rng.chance(0.15) {
+            let checks: Vec<Value> = sim
+                .agent_checks
+                .iter()
+                .map(|c| {
+                    json!({"check_id": c.check_id, "method": c.method, "revision": c.revision,
+                                "result": c.result, "requirements": c.requirements})
+                })
+                .collect();
+            let v =
+                json!({"episode": episode_label, "final_revision": final_rev, "checks": checks});
+            files.push(("reports/verification.json".into(), Cow::Owned(pretty(&v))));
+        } else {
+            let md = verification_report(&episode_label, final_rev, &sim.agent_checks);
+            files.push((
+                "reports/verification.md".into(),
+                Cow::Owned(md.into_bytes()),
+            ));
+        }
+    }
+    files.append(&mut sim.artifacts);
+
+    let dir = format!(
+        "{}/{}/{}/s{}-a{}",
+        model.name, level_name, task.id, slot.seed, slot.attempt
+    );
+    Package { dir, files }
+}
+
+fn final_report(
+    label: &str,
+    task: &Task,
+    outcome_label: &str,
+    final_rev: usize,
+    reqs: &[(String, &str)],
+    stop_reason: &str,
+) -> String {
+    let mut s = format!(
+        "# Final report: {label}\n\n## Diagnosis\n{}.\n\n## Change\n",
+        task.summary
+    );
+    let _ = writeln!(s, "{final_rev} revision(s) of the working tree; stop reason `{stop_reason}`; label `{outcome_label}`.\n");
+    let _ = writeln!(s, "## Requirements");
+    for ((id, status), (_, text)) in reqs.iter().zip(&task.requirements) {
+        let _ = writeln!(s, "- {id} {text}: {status}");
+    }
+    s
+}
+
+fn verification_report(label: &str, final_rev: usize, checks: &[AgentCheck]) -> String {
+    let mut s = format!(
+        "# Verification report: {label}\n\nFinal revision: {final_rev}.\n\n| check | method | revision | requirements | result |\n|---|---|---|---|---|\n"
+    );
+    for c in checks {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} |",
+            c.check_id,
+            c.method,
+            c.revision,
+            c.requirements.join(", "),
+            c.result
+        );
+    }
+    let stale = checks.iter().filter(|c| c.revision < final_rev).count();
+    let _ = writeln!(
+        s,
+        "\n{stale} of {} checks ran on an earlier revision than the final one.",
+        checks.len()
+    );
+    s
+}

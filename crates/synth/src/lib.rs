@@ -1,0 +1,223 @@
+//! Deterministic synthetic populations of episode packages (`episode-package/1`).
+//!
+//! A population crosses models x harness levels H0..H3 x tasks (grouped in clusters,
+//! one repository per cluster) x seeds x attempts. Each episode is a small simulation
+//! of an agent fixing a bug, recorded with the evidence its harness level keeps:
+//!
+//! - H0 records actions only; H1 adds tools; H2 adds context; H3 adds the verification
+//!   trace (agent checks), attribution, a recorded interventions trace, an entropy audit,
+//!   a verification report and a reproduction log. Fix rates and gate quality rise
+//!   with the level.
+//! - Study design per (task, seed): 30% forced-revision runs (the agent must make 3..6
+//!   revisions; evaluator oracles judge most revisions, and later revisions can lose a
+//!   correct state; these runs have a verification trace at every level, holding only
+//!   evaluator and verifier records below H3), 20% common-state starts
+//!   (`outcome.start_state`).
+//! - Three verifiers (`judge-a`, `judge-b`, `judge-c`) judge candidates through one
+//!   shared latent "looks right" factor, so their false accepts are correlated.
+//! - Shared artifacts dedupe across episodes: `artifacts/task-spec.md` (every episode
+//!   of a task), `artifacts/repo-snapshot.txt` (H2, H3) and the unmodified repository's
+//!   test log (the reproduction run's output).
+//!
+//! Output is a pure function of [`Config`]: every episode draws from its own stream,
+//! seeded from (`seed`, episode index), so the thread count does not matter.
+
+mod episode;
+mod rng;
+mod text;
+mod world;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+pub use world::LEVELS;
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Number of episode packages.
+    pub episodes: usize,
+    /// Population seed: same config, byte-identical output.
+    pub seed: u64,
+    /// Number of models.
+    pub models: usize,
+    /// Number of tasks.
+    pub tasks: usize,
+    /// Tasks per cluster (one repository per cluster).
+    pub cluster_size: usize,
+    /// Most attempts of one (cell, seed); a later attempt follows a failed one.
+    pub attempts_max: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            episodes: 1000,
+            seed: 1,
+            models: 4,
+            tasks: 50,
+            cluster_size: 5,
+            attempts_max: 2,
+        }
+    }
+}
+
+/// What was written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub episodes: usize,
+    pub files: usize,
+    pub bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid synth config: {0}")]
+    Config(String),
+    #[error("output directory {} is not empty", .0.display())]
+    NotEmpty(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes the population of `config` under `out` (created if missing; it must be
+/// empty), one package directory per episode at
+/// `out/<model>/<level>/<task>/s<seed>-a<attempt>/`. Episodes are generated in
+/// parallel on the current rayon pool. `progress` is called after each episode is
+/// written with the number written so far (calls are serialised, counts increase).
+pub fn generate(config: &Config, out: &Path, progress: impl Fn(usize) + Sync) -> Result<Summary> {
+    check(config)?;
+    match fs::read_dir(out) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(Error::NotEmpty(out.to_path_buf()));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(out).map_err(io(out))?
+        }
+        Err(e) => return Err(io(out)(e)),
+    }
+    let world = world::World::new(config);
+    let slots = population(config, &world);
+    let done = Mutex::new(0usize);
+    slots
+        .par_iter()
+        .map(|slot| {
+            let package = episode::build(&world, config.seed, slot);
+            let summary = write_package(out, &package)?;
+            let mut n = done.lock().unwrap_or_else(|e| e.into_inner());
+            *n += 1;
+            progress(*n);
+            Ok(summary)
+        })
+        .try_reduce(Summary::default, |a, b| {
+            Ok(Summary {
+                episodes: a.episodes + b.episodes,
+                files: a.files + b.files,
+                bytes: a.bytes + b.bytes,
+            })
+        })
+}
+
+fn check(config: &Config) -> Result<()> {
+    let positive = [
+        ("models", config.models),
+        ("tasks", config.tasks),
+        ("cluster_size", config.cluster_size),
+        ("attempts_max", config.attempts_max as usize),
+    ];
+    for (name, value) in positive {
+        if value == 0 {
+            return Err(Error::Config(format!("{name} must be at least 1")));
+        }
+    }
+    Ok(())
+}
+
+fn write_package(out: &Path, package: &episode::Package) -> Result<Summary> {
+    let dir = out.join(&package.dir);
+    let mut made: Vec<PathBuf> = Vec::new();
+    let mut bytes = 0u64;
+    for (rel, data) in &package.files {
+        let path = dir.join(rel);
+        let parent = path.parent().expect("package files live in a directory");
+        if !made.iter().any(|m| m == parent) {
+            fs::create_dir_all(parent).map_err(io(parent))?;
+            made.push(parent.to_path_buf());
+        }
+        fs::write(&path, data).map_err(io(&path))?;
+        bytes += data.len() as u64;
+    }
+    Ok(Summary {
+        episodes: 1,
+        files: package.files.len(),
+        bytes,
+    })
+}
+
+/// The population in order: rounds of seeds; within a round tasks round-robin over
+/// clusters, then models, then levels; a (cell, seed) may have several attempts, the
+/// earlier ones ending badly. Any prefix is as balanced as it can be.
+fn population(config: &Config, world: &world::World) -> Vec<episode::Slot> {
+    let mut out = Vec::with_capacity(config.episodes);
+    if config.episodes == 0 {
+        return out;
+    }
+    for round in 0u64.. {
+        let seed = round + 1;
+        for &task in &world.task_order {
+            for model in 0..config.models {
+                for level in 0..LEVELS.len() {
+                    let mut rng = rng::Prng::new(&[
+                        config.seed,
+                        rng::STREAM_RUN,
+                        1 << 32,
+                        task as u64,
+                        model as u64,
+                        level as u64,
+                        seed,
+                    ]);
+                    let mut attempts = 1;
+                    while attempts < config.attempts_max && rng.chance(0.18) {
+                        attempts += 1;
+                    }
+                    for attempt in 1..=attempts {
+                        out.push(episode::Slot {
+                            index: out.len(),
+                            model,
+                            level,
+                            task,
+                            seed,
+                            attempt,
+                            retried: attempt < attempts,
+                        });
+                        if out.len() == config.episodes {
+                            return out;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    unreachable!("the loop returns once the population is full")
+}
+
+#[cfg(test)]
+mod tests;
