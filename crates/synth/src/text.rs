@@ -601,7 +601,7 @@ pub fn diff(rng: &mut Prng, repo: &Repo, paths: &[String]) -> String {
 }
 
 pub fn sentence(rng: &mut Prng) -> String {
-    let verb: &str = *rng.pick(VERBS);
+    let verb = *rng.pick(VERBS);
     format!(
         "{} the {} {}",
         camel(verb),

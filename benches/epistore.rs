@@ -1,0 +1,94 @@
+//! Criterion benchmarks of the hot paths: validating a package, ingesting a population,
+//! opening a session and running the metric suite. The end-to-end comparison with
+//! DuckDB lives in `benches/bench.py`.
+//!
+//! `cargo bench --bench epistore` (release profile). Populations come from
+//! `epistore-synth`, so every run measures the same bytes.
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use epistore_package::{discover, parse_package, read_source, Limits};
+use epistore_sql::Engine;
+use epistore_store::{IngestOptions, Store};
+
+const SUITE: &[&str] = &[
+    "cell_metrics",
+    "label_shares",
+    "posture_shares",
+    "revision_correctness",
+    "revision_transitions",
+    "verifier_stats",
+    "verifier_pairs",
+    "localisation",
+];
+
+fn population(dir: &Path, episodes: usize) -> u64 {
+    let config = epistore_synth::Config { episodes, seed: 1, ..Default::default() };
+    epistore_synth::generate(&config, dir, |_| {}).unwrap().bytes
+}
+
+fn bench_parse(c: &mut Criterion) {
+    let work = tempfile::tempdir().unwrap();
+    population(work.path(), 50);
+    let sources = discover(&[work.path().to_path_buf()]).unwrap();
+    let raws: Vec<_> = sources.iter().flat_map(|s| read_source(s, &Limits::default())).map(Result::unwrap).collect();
+    let bytes: u64 = raws.iter().map(|r| r.total_bytes()).sum();
+    let mut group = c.benchmark_group("parse");
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function("validate_50_packages", |b| {
+        b.iter(|| raws.iter().map(|r| parse_package(r).unwrap().derived.final_revision).sum::<u64>())
+    });
+    group.finish();
+}
+
+fn bench_ingest(c: &mut Criterion) {
+    let work = tempfile::tempdir().unwrap();
+    let packages = work.path().join("packages");
+    let bytes = population(&packages, 500);
+    let sources = discover(&[packages]).unwrap();
+    let mut group = c.benchmark_group("ingest");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function("500_episodes_into_a_new_store", |b| {
+        b.iter_batched(
+            || tempfile::tempdir().unwrap(),
+            |dir| {
+                let store = Store::open_or_create(dir.path()).unwrap();
+                let report = store.ingest(&sources, &IngestOptions::default(), |_| {}).unwrap();
+                assert_eq!(report.added(), 500);
+                dir
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn bench_queries(c: &mut Criterion) {
+    let work = tempfile::tempdir().unwrap();
+    let packages = work.path().join("packages");
+    population(&packages, 2_000);
+    let store = Store::open_or_create(work.path().join("store")).unwrap();
+    store.ingest(&discover(&[packages]).unwrap(), &IngestOptions::default(), |_| {}).unwrap();
+    epistore_sql::columnar::refresh(&store, &|_, _| {}).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut group = c.benchmark_group("query_2000_episodes");
+    group.sample_size(10);
+    group.bench_function("open_session", |b| b.iter(|| runtime.block_on(Engine::open(&store)).unwrap()));
+    let engine = runtime.block_on(Engine::open(&store)).unwrap();
+    group.bench_function("metric_suite", |b| {
+        b.iter(|| {
+            for view in SUITE {
+                runtime.block_on(engine.query(&format!("SELECT * FROM {view}"))).unwrap();
+            }
+        })
+    });
+    group.bench_function("one_cell_of_checks", |b| {
+        b.iter(|| runtime.block_on(engine.query("SELECT count(*) FROM checks WHERE model = 'gpt-oss-20b'")).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_parse, bench_ingest, bench_queries);
+criterion_main!(benches);
