@@ -139,6 +139,10 @@ enum Command {
         models: usize,
         #[arg(long, default_value_t = 50)]
         tasks: usize,
+        /// Scale of the large tool-output logs (1: 10-200 KB as in real runs; 0.05 for
+        /// million-episode scale tests).
+        #[arg(long, default_value_t = 1.0)]
+        output_scale: f64,
         #[arg(long, short)]
         quiet: bool,
     },
@@ -161,8 +165,8 @@ fn main() -> ExitCode {
         Command::Show { episode, format } => commands::show(&cli.store, &episode, format),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format } => commands::verify(&cli.store, format),
-        Command::Synth { episodes, out, seed, models, tasks, quiet } => {
-            let config = epistore_synth::Config { episodes, seed, models, tasks, ..Default::default() };
+        Command::Synth { episodes, out, seed, models, tasks, output_scale, quiet } => {
+            let config = epistore_synth::Config { episodes, seed, models, tasks, output_scale, ..Default::default() };
             commands::synth(&config, &out, quiet)
         }
     };

@@ -104,6 +104,8 @@ struct Sim<'w> {
     n_actions: u32,
     artifacts: Vec<(String, Cow<'w, [u8]>)>,
     n_outputs: u32,
+    /// Scale of generated log sizes (Config::output_scale).
+    output_scale: f64,
     /// Failed tool records (index into `tools`, what kind of run) awaiting recovery.
     unrecovered: Vec<(usize, &'static str)>,
     record_interventions: bool,
@@ -432,7 +434,7 @@ impl<'w> Sim<'w> {
     fn large_output(&mut self, failing: &[&str], timeout_ms: Option<u64>) -> String {
         self.n_outputs += 1;
         let path = format!("artifacts/tool-output-{}.log", self.n_outputs);
-        let size = self.rng.log_uniform(10_000.0, 200_000.0) as usize;
+        let size = (self.rng.log_uniform(10_000.0, 200_000.0) * self.output_scale) as usize;
         let log = text::test_log(
             &mut self.rng,
             self.repo,
@@ -769,7 +771,7 @@ fn pretty(v: &Value) -> Vec<u8> {
     out
 }
 
-pub fn build<'w>(world: &'w World, config_seed: u64, slot: &Slot) -> Package<'w> {
+pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &Slot) -> Package<'w> {
     let model = &world.models[slot.model];
     let task = &world.tasks[slot.task];
     let repo = &world.repos[task.repo];
@@ -818,6 +820,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, slot: &Slot) -> Package<'w>
         n_actions: 0,
         artifacts: vec![],
         n_outputs: 0,
+        output_scale,
         unrecovered: vec![],
         record_interventions,
         boost: if slot.attempt > 1 { 0.05 } else { 0.0 },
@@ -939,7 +942,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, slot: &Slot) -> Package<'w>
         let bytes = if d.start_state.is_none() && observed == Observed::Fail {
             Cow::Borrowed(task.baseline_log.as_slice())
         } else {
-            let size = sim.rng.log_uniform(10_000.0, 60_000.0) as usize;
+            let size = (sim.rng.log_uniform(10_000.0, 60_000.0) * sim.output_scale) as usize;
             Cow::Owned(text::test_log(&mut sim.rng, repo, task, &failing, None, size).into_bytes())
         };
         sim.artifacts.push((path.clone(), bytes));

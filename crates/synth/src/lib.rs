@@ -36,7 +36,7 @@ use rayon::prelude::*;
 pub use world::LEVELS;
 
 /// What to generate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Number of episode packages.
     pub episodes: usize,
@@ -50,6 +50,9 @@ pub struct Config {
     pub cluster_size: usize,
     /// Most attempts of one (cell, seed); a later attempt follows a failed one.
     pub attempts_max: u32,
+    /// Scales the size of generated tool-output logs (1.0: 10-200 KB like real runs;
+    /// 0.05 for scale tests where a million realistic episodes would not fit on disk).
+    pub output_scale: f64,
 }
 
 impl Default for Config {
@@ -60,6 +63,7 @@ impl Default for Config {
             models: 4,
             tasks: 50,
             cluster_size: 5,
+            output_scale: 1.0,
             attempts_max: 2,
         }
     }
@@ -120,7 +124,7 @@ pub fn generate(config: &Config, out: &Path, progress: impl Fn(usize) + Sync) ->
     slots
         .par_iter()
         .map(|slot| {
-            let package = episode::build(&world, config.seed, slot);
+            let package = episode::build(&world, config.seed, config.output_scale, slot);
             let summary = write_package(out, &package)?;
             let mut n = done.lock().unwrap_or_else(|e| e.into_inner());
             *n += 1;
@@ -147,6 +151,9 @@ fn check(config: &Config) -> Result<()> {
         if value == 0 {
             return Err(Error::Config(format!("{name} must be at least 1")));
         }
+    }
+    if !(config.output_scale > 0.0 && config.output_scale <= 10.0) {
+        return Err(Error::Config("output_scale must lie in (0, 10]".into()));
     }
     Ok(())
 }
