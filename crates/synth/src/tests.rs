@@ -16,6 +16,7 @@ fn small() -> Config {
         tasks: 20,
         cluster_size: 4,
         attempts_max: 2,
+        output_scale: 1.0,
     }
 }
 
