@@ -428,3 +428,17 @@ pub fn synth(config: &epistore_synth::Config, out: &Path, quiet: bool) -> Result
     );
     Ok(ExitCode::SUCCESS)
 }
+
+pub fn compact(store_dir: &Path) -> Result<ExitCode> {
+    if !store_dir.join(epistore_store::DB_FILE).is_file() {
+        anyhow::bail!("no store at {}", store_dir.display());
+    }
+    let file = store_dir.join(epistore_store::DB_FILE);
+    let before = std::fs::metadata(&file)?.len();
+    let mut store = Store::open_or_create(store_dir)?;
+    store.compact()?;
+    drop(store);
+    let after = std::fs::metadata(&file)?.len();
+    println!("{:.1} MB -> {:.1} MB", before as f64 / 1e6, after as f64 / 1e6);
+    Ok(ExitCode::SUCCESS)
+}

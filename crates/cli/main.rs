@@ -146,6 +146,8 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Give back the free space left in the store file by page allocation.
+    Compact,
     /// Re-hash every blob and check every index. Exits 0 only when the store is intact.
     Verify {
         #[arg(long, value_enum, default_value = "table")]
@@ -165,6 +167,7 @@ fn main() -> ExitCode {
         Command::Show { episode, format } => commands::show(&cli.store, &episode, format),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format } => commands::verify(&cli.store, format),
+        Command::Compact => commands::compact(&cli.store),
         Command::Synth { episodes, out, seed, models, tasks, output_scale, quiet } => {
             let config = epistore_synth::Config { episodes, seed, models, tasks, output_scale, ..Default::default() };
             commands::synth(&config, &out, quiet)

@@ -229,3 +229,21 @@ fn ls_and_show_use_the_cell_index() {
     let missing = store.run(&["show", "ffffffffffff"]);
     assert_eq!(missing.status.code(), Some(2));
 }
+
+#[test]
+fn compact_gives_back_space_and_changes_nothing_stored() {
+    let store = TestStore::new();
+    let work = tempfile::tempdir().unwrap();
+    many_packages(work.path(), 200);
+    assert!(store.ingest(&[work.path()]).status.success());
+    let (_, before) = store.verify();
+    let file = store.path().join("epistore.redb");
+    let size_before = std::fs::metadata(&file).unwrap().len();
+    let out = store.run(&["compact"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (ok, after) = store.verify();
+    assert!(ok);
+    assert_eq!(before, after);
+    assert!(std::fs::metadata(&file).unwrap().len() <= size_before);
+    assert_eq!(store.episode_count(), 200);
+}

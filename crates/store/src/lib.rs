@@ -98,6 +98,15 @@ impl Store {
         Ok(Store { handle: Handle::Reader(db), dir })
     }
 
+    /// Rewrites the file without the free space that page allocation leaves behind.
+    /// Nothing stored changes; readers must not be open in this process.
+    pub fn compact(&mut self) -> Result<bool> {
+        match &mut self.handle {
+            Handle::Writer(db) => db.compact().map_err(|e| Error::Storage(e.to_string())),
+            Handle::Reader(_) => Err(Error::ReadOnly),
+        }
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
