@@ -37,19 +37,8 @@ pub const COMPONENTS: [&[&str]; 4] = [
     ],
 ];
 
-pub const RESPONSIBILITIES: [&str; 11] = [
-    "task_specification",
-    "context_selection",
-    "tool_access",
-    "project_memory",
-    "task_state",
-    "observability",
-    "failure_attribution",
-    "verification",
-    "permissions",
-    "entropy_auditing",
-    "intervention_recording",
-];
+// The eleven responsibilities, as the package format spells them.
+use epistore_package::RESPONSIBILITIES;
 
 /// Responsibilities a level does not expose: what a missing-harness intervention stands in for.
 pub fn missing_at(level: usize) -> Vec<&'static str> {
