@@ -65,7 +65,16 @@ impl Engine {
         let snapshot = store.snapshot()?;
         let snapshot_seq = snapshot.ingest_seq()?;
         let episodes = snapshot.episode_count()?;
-        let segments = columnar::segments_for(store, &snapshot, progress)?;
+        let segments = match columnar::segments_for(store, &snapshot, progress) {
+            Ok(segments) => segments,
+            // A store on read-only media, or a directory this user may not write:
+            // answer from the store itself rather than fail.
+            Err(Error::Store(epistore_store::Error::Io { .. })) => {
+                drop(snapshot);
+                return Self::open_direct(store).await;
+            }
+            Err(e) => return Err(e),
+        };
         let ctx = Self::context_for_store();
         for kind in TableKind::ALL {
             let table: Arc<dyn datafusion::catalog::TableProvider> = if segments.is_empty() {
