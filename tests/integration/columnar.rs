@@ -32,3 +32,19 @@ fn segments_follow_ingests_and_rebuild_from_the_store() {
     let (ok, _) = store.verify();
     assert!(ok);
 }
+
+#[test]
+fn a_segment_abandoned_mid_build_is_cleared_and_rebuilt() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let dir = store.path().join("columnar").join(epistore_sql::columnar::SCHEMA_DIR);
+    // What a process killed while building leaves: a hidden temporary directory. Its pid
+    // (u32::MAX - 1) cannot be a running process.
+    let abandoned = dir.join(format!(".000000000001-000000000001.{}.tmp", u32::MAX - 1));
+    std::fs::create_dir_all(&abandoned).unwrap();
+    std::fs::write(abandoned.join("actions.parquet"), b"half").unwrap();
+    std::fs::remove_dir_all(dir.join("000000000001-000000000001")).unwrap();
+    assert_eq!(store.episode_count(), 4);
+    assert!(!abandoned.exists(), "abandoned build left behind");
+    assert_eq!(segments(&store), ["000000000001-000000000001"]);
+}

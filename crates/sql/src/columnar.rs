@@ -55,7 +55,24 @@ fn segment_name(first: u64, last: u64) -> String {
     format!("{first:012}-{last:012}")
 }
 
+/// Removes segment directories left half-built by a process that no longer runs
+/// (`.<name>.<pid>.tmp`). Only where /proc tells which processes run.
+fn remove_abandoned(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_suffix(".tmp").and_then(|n| n.rsplit('.').next()) else { continue };
+        if name.starts_with('.') && pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 fn existing_segments(dir: &Path) -> Vec<Segment> {
+    remove_abandoned(dir);
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut out: Vec<Segment> = entries
         .filter_map(|e| e.ok())
