@@ -27,8 +27,8 @@ use crate::tables::{Loaded, TableKind};
 
 /// Bumped with the SQL schema: segments of another schema are never read.
 pub const SCHEMA_DIR: &str = "epistore-sql-1";
-/// At most this many episodes per segment, so building one stays within memory.
-const SEGMENT_EPISODES: usize = 50_000;
+/// At most about this many episodes per segment: a segment is built in memory.
+const SEGMENT_EPISODES: usize = 8_192;
 /// Episodes decoded and turned into Arrow at a time while building a segment.
 const BUILD_CHUNK: usize = 2_048;
 const ROW_GROUP_ROWS: usize = 65_536;
@@ -144,23 +144,48 @@ fn io(path: &Path, e: std::io::Error) -> Error {
     Error::Store(epistore_store::Error::Io { path: path.to_path_buf(), source: e })
 }
 
-/// Writes one segment for the given consecutive log entries.
+/// Writes one segment for the given consecutive log entries, decoding their episodes
+/// from the snapshot.
 fn build_segment(snapshot: &Snapshot, dir: &Path, batches: &[&IngestBatch], progress: &(dyn Fn(u64) + Sync)) -> Result<Segment> {
     let first = batches.first().expect("a run is never empty").seq;
     let last = batches.last().expect("a run is never empty").seq;
+    // Bytes are read under the snapshot in order; decoding runs in parallel.
+    let raw: Vec<(Hash, Vec<u8>, Vec<u8>)> = batches
+        .iter()
+        .flat_map(|b| b.episodes.iter())
+        .map(|id| {
+            let record = snapshot.record_bytes(id)?.ok_or_else(|| missing(id))?;
+            let traces = snapshot.traces_bytes(id)?.ok_or_else(|| missing(id))?;
+            Ok((*id, record, traces))
+        })
+        .collect::<Result<_>>()?;
+    let items: Vec<(EpisodeRecord, Loaded)> = raw
+        .par_iter()
+        .map(|(id, record, traces)| {
+            Ok((decode_record_bytes(record)?, Loaded { id: hex(id), episode: decode_traces(traces)? }))
+        })
+        .collect::<Result<_>>()?;
+    write_segment(dir, first, last, items, progress)
+}
+
+/// Writes a segment for log entries `first..=last` from their episodes, in memory.
+/// Rows are sorted by cell so row-group statistics prune by cell.
+fn write_segment(
+    dir: &Path,
+    first: u64,
+    last: u64,
+    mut items: Vec<(EpisodeRecord, Loaded)>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Segment> {
     let name = segment_name(first, last);
     let target = dir.join(&name);
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-
-    // Order by cell, then id: read the small records first to sort.
-    let mut order: Vec<(String, String, String, Hash)> = Vec::new();
-    for id in batches.iter().flat_map(|b| b.episodes.iter()) {
-        let bytes = snapshot.record_bytes(id)?.ok_or_else(|| missing(id))?;
-        let r = decode_record_bytes(&bytes)?;
-        order.push((r.manifest.model, r.manifest.harness_level, r.manifest.task, *id));
-    }
-    order.sort_unstable();
+    items.sort_unstable_by(|(a, _), (b, _)| {
+        (&a.manifest.model, &a.manifest.harness_level, &a.manifest.task, &a.id)
+            .cmp(&(&b.manifest.model, &b.manifest.harness_level, &b.manifest.task, &b.id))
+    });
+    let (records, loaded): (Vec<EpisodeRecord>, Vec<Loaded>) = items.into_iter().unzip();
 
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).expect("valid level")))
@@ -172,35 +197,18 @@ fn build_segment(snapshot: &Snapshot, dir: &Path, batches: &[&IngestBatch], prog
         let file = std::fs::File::create(&path).map_err(|e| io(&path, e))?;
         writers.push(ArrowWriter::try_new(file, kind.schema(), Some(properties.clone()))?);
     }
-
     let mut written = 0u64;
-    for chunk in order.chunks(BUILD_CHUNK) {
-        // Bytes are read under the snapshot in order; decoding runs in parallel.
-        let raw: Vec<(Hash, Vec<u8>, Vec<u8>)> = chunk
-            .iter()
-            .map(|(_, _, _, id)| {
-                let record = snapshot.record_bytes(id)?.ok_or_else(|| missing(id))?;
-                let traces = snapshot.traces_bytes(id)?.ok_or_else(|| missing(id))?;
-                Ok((*id, record, traces))
-            })
-            .collect::<Result<_>>()?;
-        let decoded: Vec<(EpisodeRecord, Loaded)> = raw
-            .par_iter()
-            .map(|(id, record, traces)| {
-                Ok((decode_record_bytes(record)?, Loaded { id: hex(id), episode: decode_traces(traces)? }))
-            })
-            .collect::<Result<_>>()?;
-        let (records, loaded): (Vec<EpisodeRecord>, Vec<Loaded>) = decoded.into_iter().unzip();
+    for (records, loaded) in records.chunks(BUILD_CHUNK).zip(loaded.chunks(BUILD_CHUNK)) {
         let built: Vec<RecordBatch> = TableKind::ALL
             .par_iter()
-            .map(|kind| if kind.needs_traces() { kind.build_traces(&loaded) } else { kind.build_records(&records) })
+            .map(|kind| if kind.needs_traces() { kind.build_traces(loaded) } else { kind.build_records(records) })
             .collect::<Result<_>>()?;
         for (writer, batch) in writers.iter_mut().zip(&built) {
             if batch.num_rows() > 0 {
                 writer.write(batch)?;
             }
         }
-        written += chunk.len() as u64;
+        written += records.len() as u64;
         progress(written);
     }
     for writer in writers {
@@ -215,6 +223,47 @@ fn build_segment(snapshot: &Snapshot, dir: &Path, batches: &[&IngestBatch], prog
         Err(e) => return Err(io(&target, e)),
     }
     Ok(Segment { first, last, dir: target })
+}
+
+/// Builds segments during an ingest from the episodes each commit hands over, so they
+/// are never decoded again: feed it every committed batch, then call `finish`.
+pub struct IngestSegments {
+    dir: PathBuf,
+    first: Option<u64>,
+    last: u64,
+    pending: Vec<(EpisodeRecord, Loaded)>,
+}
+
+impl IngestSegments {
+    pub fn new(store: &Store) -> IngestSegments {
+        IngestSegments { dir: columnar_dir(store), first: None, last: 0, pending: Vec::new() }
+    }
+
+    /// One committed batch: its log sequence and the episodes it added.
+    pub fn push(&mut self, seq: u64, episodes: Vec<(EpisodeRecord, epistore_package::Episode)>) -> Result<()> {
+        self.first.get_or_insert(seq);
+        self.last = seq;
+        self.pending.extend(episodes.into_iter().map(|(r, e)| {
+            let id = hex(&r.id);
+            (r, Loaded { id, episode: e })
+        }));
+        if self.pending.len() >= SEGMENT_EPISODES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if let Some(first) = self.first.take() {
+            write_segment(&self.dir, first, self.last, std::mem::take(&mut self.pending), &|_| {})?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is still pending.
+    pub fn finish(mut self) -> Result<()> {
+        self.flush()
+    }
 }
 
 fn missing(id: &Hash) -> Error {

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::mpsc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use epistore_package::{hex, parse_package, read_source, Hash, Limits, RawPackage, Source, TRACE_FILES};
+use epistore_package::{hex, parse_package, read_source, Episode, Hash, Limits, RawPackage, Source, TRACE_FILES};
 use rayon::prelude::*;
 use redb::{ReadableDatabase, ReadableTable};
 
@@ -91,6 +91,8 @@ pub struct IngestProgress {
 struct Prepared {
     name: String,
     id: Hash,
+    /// The typed episode, handed to the commit observer after the commit.
+    episode: Episode,
     /// (hash, encoded blob) of every file.
     blobs: Vec<(Hash, Vec<u8>)>,
     record: EpisodeRecord,
@@ -122,7 +124,7 @@ fn prepare(raw: RawPackage) -> Item {
     let traces = codec::encode_compressed(&episode);
     let bytes = raw.total_bytes();
     let blobs = raw.files.iter().map(|f| (f.hash, codec::encode_blob(&f.bytes))).collect();
-    Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, blobs, record, traces, bytes }))
+    Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, episode, blobs, record, traces, bytes }))
 }
 
 fn prepare_chunk(sources: &[Source], limits: &Limits) -> Vec<Item> {
@@ -152,7 +154,21 @@ impl Store {
         &self,
         sources: &[Source],
         options: &IngestOptions,
+        progress: impl FnMut(IngestProgress),
+    ) -> Result<IngestReport> {
+        self.ingest_observed(sources, options, progress, |_, _| Ok(()))
+    }
+
+    /// As [`Store::ingest`], handing every committed batch (its ingest-log sequence and
+    /// the episodes it added, typed) to `on_commit` right after its commit, so derived
+    /// data can be built without decoding them again. An error from `on_commit` stops
+    /// the ingest; what was committed stays committed.
+    pub fn ingest_observed(
+        &self,
+        sources: &[Source],
+        options: &IngestOptions,
         mut progress: impl FnMut(IngestProgress),
+        mut on_commit: impl FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
     ) -> Result<IngestReport> {
         let db = self.writer()?;
         let mut report = IngestReport::default();
@@ -172,7 +188,7 @@ impl Store {
             });
             let mut seen_this_run: HashSet<Hash> = HashSet::new();
             for (n_sources, items) in rx {
-                self.commit_chunk(db, items, options, &mut seen_this_run, &mut report)?;
+                self.commit_chunk(db, items, options, &mut seen_this_run, &mut report, &mut on_commit)?;
                 done.sources_done += n_sources;
                 done.packages_done = report.packages.len();
                 done.bytes_read = report.bytes_read;
@@ -190,6 +206,7 @@ impl Store {
         options: &IngestOptions,
         seen_this_run: &mut HashSet<Hash>,
         report: &mut IngestReport,
+        on_commit: &mut dyn FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
     ) -> Result<()> {
         let mut results = Vec::with_capacity(items.len());
         let mut to_write = Vec::new();
@@ -217,11 +234,12 @@ impl Store {
                 }
             }
         }
-        if !to_write.is_empty() {
-            let seq = self.write_batch(db, to_write, &options.label, report)?;
-            report.batches.push(seq);
-        }
         report.packages.extend(results);
+        if !to_write.is_empty() {
+            let (seq, committed) = self.write_batch(db, to_write, &options.label, report)?;
+            report.batches.push(seq);
+            on_commit(seq, committed)?;
+        }
         Ok(())
     }
 
@@ -232,7 +250,7 @@ impl Store {
         mut packages: Vec<Box<Prepared>>,
         label: &str,
         report: &mut IngestReport,
-    ) -> Result<u64> {
+    ) -> Result<(u64, Vec<(EpisodeRecord, Episode)>)> {
         let txn = db.begin_write().map_err(Error::redb)?;
         let seq;
         {
@@ -273,6 +291,6 @@ impl Store {
             log.insert(seq, codec::encode(&batch).as_slice()).map_err(Error::redb)?;
         }
         txn.commit().map_err(Error::redb)?;
-        Ok(seq)
+        Ok((seq, packages.into_iter().map(|p| (p.record, p.episode)).collect()))
     }
 }
