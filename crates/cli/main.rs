@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
 Examples:
-  epistore ingest datasets/login-validation          # add packages (folders and .tar/.tar.gz/.tar.zst)
+  epistore ingest datasets/login-validation          # add packages (folders, archives)
   epistore ls                                        # episodes by cell (model, harness level, task)
   epistore sql \"SELECT harness_level, posture, has_verification FROM episodes ORDER BY 1\"
   epistore sql --format json \"SELECT * FROM episodes\" # NULL stays null
