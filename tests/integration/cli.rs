@@ -73,3 +73,12 @@ fn sql_runs_files_and_standard_input_statement_by_statement() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(text(&out.stdout), "posture\nfailure\n");
 }
+
+#[test]
+fn csv_writes_nested_columns_as_text() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let out = store.run(&["sql", "--format", "csv", "SELECT harness_components FROM episodes WHERE harness_level = 'H1'"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "harness_components\n\"[task_specification, tool_access]\"\n");
+}

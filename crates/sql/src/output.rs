@@ -23,7 +23,7 @@ pub fn format_batches(batches: &[RecordBatch], format: Format) -> Result<String>
             {
                 let mut writer = CsvWriterBuilder::new().with_header(true).build(&mut out);
                 for batch in batches {
-                    writer.write(batch)?;
+                    writer.write(&flatten_nested(batch)?)?;
                 }
             }
             if batches.is_empty() {
@@ -45,4 +45,34 @@ pub fn format_batches(batches: &[RecordBatch], format: Format) -> Result<String>
             Ok(if text.trim().is_empty() { "[]".into() } else { text })
         }
     }
+}
+
+/// CSV has no lists or structs: nested columns become their display text
+/// (`[src/a.js, src/b.js]`); NULL stays an empty field.
+fn flatten_nested(batch: &RecordBatch) -> Result<RecordBatch> {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{ArrayRef, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+
+    if !batch.schema().fields().iter().any(|f| f.data_type().is_nested()) {
+        return Ok(batch.clone());
+    }
+    let options = FormatOptions::default();
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        if field.data_type().is_nested() {
+            let formatter = ArrayFormatter::try_new(column.as_ref(), &options)?;
+            let text: StringArray =
+                (0..column.len()).map(|i| column.is_valid(i).then(|| formatter.value(i).to_string())).collect();
+            fields.push(Field::new(field.name(), DataType::Utf8, true));
+            columns.push(Arc::new(text));
+        } else {
+            fields.push(field.as_ref().clone());
+            columns.push(column.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
 }
