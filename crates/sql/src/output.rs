@@ -3,7 +3,8 @@
 use datafusion::arrow::csv::WriterBuilder as CsvWriterBuilder;
 use datafusion::arrow::json::{writer::JsonArray, WriterBuilder as JsonWriterBuilder};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::arrow::util::display::FormatOptions as TableFormat;
+use datafusion::arrow::util::pretty::pretty_format_batches_with_options;
 
 use crate::error::Result;
 
@@ -17,7 +18,8 @@ pub enum Format {
 
 pub fn format_batches(batches: &[RecordBatch], format: Format) -> Result<String> {
     match format {
-        Format::Table => Ok(pretty_format_batches(batches)?.to_string()),
+        // NULL is spelled out: a ratio with no denominator must not read as empty or 0.
+        Format::Table => Ok(pretty_format_batches_with_options(batches, &TableFormat::default().with_null("NULL"))?.to_string()),
         Format::Csv => {
             let mut out = Vec::new();
             {
