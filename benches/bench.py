@@ -40,7 +40,8 @@ For each population size N it
      WORK/results.json).
 
 Other options: --population DIR benchmarks an existing folder of packages instead of
-generating one; --keep keeps stores and DuckDB databases; --duckdb-db memory.
+generating one; --keep keeps stores and DuckDB databases; --duckdb-db memory;
+--report-from WORK/results.json rewrites the report of an earlier or interrupted run.
 
 Every step has a timeout (--timeout-base + --timeout-per-episode * N seconds); a step
 that times out or fails is reported as such and the dependent steps are skipped.
@@ -726,7 +727,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Needs `pip install duckdb` (DuckDB >= 1.3).")
-    ap.add_argument("--epistore", required=True, help="the epistore binary")
+    ap.add_argument("--epistore", help="the epistore binary (required)")
     ap.add_argument("--sizes", default="10000,100000", help="population sizes, comma separated")
     ap.add_argument("--sizes-large", default="", help="more sizes, run after --sizes (e.g. 1000000)")
     ap.add_argument("--output-scale", type=float, default=1.0,
@@ -751,7 +752,24 @@ def main() -> int:
                     help="DuckDB readers to time, comma separated: text (read_text + from_json), json (read_json); "
                          "'' for none")
     ap.add_argument("--keep", action="store_true", help="keep the stores and DuckDB databases (default: delete after each size)")
+    ap.add_argument("--report-from", default="",
+                    help="only rewrite the Markdown report from a WORK/results.json of an earlier (possibly "
+                         "interrupted) run; --epistore is then not needed")
     args = ap.parse_args()
+
+    if args.report_from:
+        saved = json.loads(Path(args.report_from).read_text())
+        settings = saved.get("settings", {})
+        args.epistore = settings.get("epistore", args.epistore or "?")
+        args.work = settings.get("work", str(Path(args.report_from).resolve().parent))
+        args.cache = settings.get("cache", args.cache)
+        args.duckdb_db = settings.get("duckdb_db", args.duckdb_db)
+        text = report(args, saved["results"], saved["machine"], saved["command"])
+        print(text)
+        Path(args.results).write_text(text)
+        return 0
+    if not args.epistore:
+        ap.error("--epistore is required")
 
     args.epistore = str(Path(args.epistore).resolve())
     if not os.access(args.epistore, os.X_OK):
@@ -876,8 +894,10 @@ def main() -> int:
                     shutil.rmtree(p)
                 elif p.exists():
                     p.unlink()
-        (work_root / "results.json").write_text(json.dumps({"machine": mach, "command": command, "results": results},
-                                                           indent=2, default=str))
+        settings = {"epistore": args.epistore, "work": str(work_root), "cache": args.cache,
+                    "duckdb_db": args.duckdb_db}
+        (work_root / "results.json").write_text(json.dumps({"machine": mach, "command": command, "settings": settings,
+                                                            "results": results}, indent=2, default=str))
 
     text = report(args, results, mach, command)
     print()
