@@ -1,0 +1,40 @@
+//! Honest statistics for populations of episodes (metrics-v1 section G).
+//!
+//! Every metric of the store is a function of counts summed over episodes, and the
+//! sampling unit is the task cluster (`task.cluster`): episodes of one cluster share a
+//! task family, so they are not independent draws. This crate therefore works on
+//! *per-cluster sums* of a metric's components (numerator, denominator, or the four
+//! cells of a 2x2 table) and knows nothing about SQL or Arrow:
+//!
+//! - [`cluster_bootstrap`]: percentile bootstrap over clusters, seeded; replicates where
+//!   the metric is undefined (NULL) are dropped and counted.
+//! - [`paired_comparison`]: mean per-cluster difference between two entries, its
+//!   bootstrap interval, and a two-sided sign-flip permutation p-value (exact up to 16
+//!   clusters, Monte Carlo above).
+//! - [`holm`] and [`tie_groups`]: family-wise adjustment and leaderboard tie groups.
+
+mod bootstrap;
+mod compare;
+
+pub use bootstrap::{
+    bootstrap_with_plan, cluster_bootstrap, percentile, Bootstrap, Interval, ResamplePlan,
+};
+pub use compare::{
+    holm, paired_comparison, sign_flip_p_value, tie_groups, PairedComparison,
+    EXACT_SIGN_FLIP_MAX_CLUSTERS, MONTE_CARLO_DRAWS,
+};
+
+/// Errors from this crate: only bad settings; data never makes a computation fail
+/// (undefined values are `None`).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum Error {
+    #[error("bootstrap replicates must be at least 1 (got {0})")]
+    NoReplicates(usize),
+    #[error("interval level must be strictly between 0 and 1 (got {0})")]
+    BadLevel(f64),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests;
