@@ -1,22 +1,15 @@
 -- revision_transitions: per cell, over pairs of consecutive evaluated revisions of one
--- episode (metrics-v1 D): repair_rate = wrong -> correct pairs / pairs starting wrong
--- (wrong -> wrong included); regression_rate = correct -> wrong / pairs starting
--- correct. Every cell has a row; a rate with no qualifying pair is NULL.
+-- episode (metrics-v1 D; revision_pairs): repair_rate = wrong -> correct pairs / pairs
+-- starting wrong (wrong -> wrong included); regression_rate = correct -> wrong / pairs
+-- starting correct. Every cell has a row; a rate with no qualifying pair is NULL.
 WITH
-pairs AS (
-    SELECT model, harness_level, task,
-           lag(y) OVER (PARTITION BY episode_id ORDER BY revision) AS y_before,
-           y AS y_after
-    FROM oracle_verdicts
-),
 counts AS (
     SELECT model, harness_level, task,
            count(*) FILTER (WHERE y_before = 0) AS from_wrong,
            count(*) FILTER (WHERE y_before = 0 AND y_after = 1) AS repaired,
            count(*) FILTER (WHERE y_before = 1) AS from_correct,
            count(*) FILTER (WHERE y_before = 1 AND y_after = 0) AS regressed
-    FROM pairs
-    WHERE y_before IS NOT NULL
+    FROM revision_pairs
     GROUP BY model, harness_level, task
 )
 SELECT c.model, c.harness_level, c.task,

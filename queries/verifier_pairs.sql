@@ -1,5 +1,5 @@
 -- verifier_pairs: per pair of verifiers i < j (by name), over candidates both judged
--- (metrics-v1 E). Among the n0 wrong candidates: n11 both accept, n10 only i, n01 only
+-- (metrics-v1 E; verifier_pair_judgements). Among the n0 wrong candidates: n11 both accept, n10 only i, n01 only
 -- j, n00 neither. f_i, f_j: false-accept rates; joint_false_accept = n11/n0;
 -- excess_joint D_ij = n11/n0 - f_i*f_j; phi = the phi coefficient of the 2x2 table.
 -- Every pair of verifiers with judgements has a row; all ratios are NULL when n0 = 0,
@@ -7,16 +7,14 @@
 WITH
 names AS (SELECT DISTINCT verifier FROM verifier_judgements),
 counts AS (
-    SELECT i.verifier AS verifier_i, j.verifier AS verifier_j,
-           count(*) FILTER (WHERE i.y = 0) AS n0,
-           count(*) FILTER (WHERE i.y = 0 AND i.accept = 1 AND j.accept = 1) AS n11,
-           count(*) FILTER (WHERE i.y = 0 AND i.accept = 1 AND j.accept = 0) AS n10,
-           count(*) FILTER (WHERE i.y = 0 AND i.accept = 0 AND j.accept = 1) AS n01,
-           count(*) FILTER (WHERE i.y = 0 AND i.accept = 0 AND j.accept = 0) AS n00
-    FROM verifier_judgements i
-    JOIN verifier_judgements j
-      ON j.episode_id = i.episode_id AND j.revision = i.revision AND i.verifier < j.verifier
-    GROUP BY i.verifier, j.verifier
+    SELECT verifier_i, verifier_j,
+           count(*) FILTER (WHERE y = 0) AS n0,
+           count(*) FILTER (WHERE y = 0 AND accept_i = 1 AND accept_j = 1) AS n11,
+           count(*) FILTER (WHERE y = 0 AND accept_i = 1 AND accept_j = 0) AS n10,
+           count(*) FILTER (WHERE y = 0 AND accept_i = 0 AND accept_j = 1) AS n01,
+           count(*) FILTER (WHERE y = 0 AND accept_i = 0 AND accept_j = 0) AS n00
+    FROM verifier_pair_judgements
+    GROUP BY verifier_i, verifier_j
 ),
 pairs AS (
     SELECT a.verifier AS verifier_i, b.verifier AS verifier_j,

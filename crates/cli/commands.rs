@@ -15,7 +15,7 @@ use epistore_store::{IngestOptions, PackageOutcome, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
-use crate::OutputFormat;
+use crate::{Better, BoardFormat, BootstrapArgs, OutputFormat};
 
 /// An error and its causes on one line, skipping causes whose text an earlier part
 /// already says (DataFusion errors repeat their sources in their own message).
@@ -53,7 +53,8 @@ fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFormat) {
             let mut table = Table::new();
             table.load_preset(UTF8_FULL_CONDENSED).set_header(headers.to_vec());
             for row in rows {
-                table.add_row(row.iter().map(text).collect::<Vec<_>>());
+                // A missing value reads NULL in a table, as in `epistore sql`.
+                table.add_row(row.iter().map(|v| if v.is_null() { "NULL".into() } else { text(v) }).collect::<Vec<_>>());
             }
             println!("{table}");
         }
@@ -463,5 +464,150 @@ pub fn compact(store_dir: &Path) -> Result<ExitCode> {
     drop(store);
     let after = std::fs::metadata(&file)?.len();
     println!("{:.1} MB -> {:.1} MB", before as f64 / 1e6, after as f64 / 1e6);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn split_keys(by: &str) -> Vec<String> {
+    by.split(',').map(str::trim).filter(|k| !k.is_empty()).map(str::to_string).collect()
+}
+
+/// `metrics --ci`: one row per entry and metric with its bootstrap interval.
+pub fn metric_intervals(
+    store_dir: &Path,
+    by: &str,
+    filter: Option<&str>,
+    all: bool,
+    settings: &epistore_stats::Bootstrap,
+    format: OutputFormat,
+) -> Result<ExitCode> {
+    let keys = split_keys(by);
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let metrics: Vec<&str> = if all { vec![] } else { HEADLINE.iter().copied().filter(|m| *m != "episodes").collect() };
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let intervals = runtime.block_on(async {
+        let engine = Engine::open(&store).await?;
+        engine.metric_intervals(&metrics, &keys, filter, settings).await
+    })?;
+    let width = intervals.iter().map(|i| i.key.len()).max().unwrap_or(keys.len());
+    let mut headers: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    // Families with keys of their own (verifier, verifier_i/_j) add columns.
+    for i in keys.len()..width {
+        headers.push(format!("key{}", i + 1));
+    }
+    headers.extend(
+        ["metric", "value", "lo", "hi", "n", "clusters", "replicates_used", "replicates_dropped", "seed"].map(String::from),
+    );
+    let rows: Vec<Vec<Value>> = intervals
+        .iter()
+        .map(|i| {
+            let mut row: Vec<Value> = i.key.iter().map(|k| json!(k)).collect();
+            row.resize(width, Value::Null);
+            row.extend([
+                json!(i.metric),
+                json!(i.interval.estimate),
+                json!(i.interval.lo),
+                json!(i.interval.hi),
+                if i.n.fract() == 0.0 { json!(i.n as i64) } else { json!(i.n) },
+                json!(i.clusters),
+                json!(i.interval.used),
+                json!(i.interval.dropped),
+                json!(settings.seed),
+            ]);
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    print_rows(&headers, &rows, format);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn board_spec(
+    metric: String,
+    by: &str,
+    filter: Option<String>,
+    bootstrap: &BootstrapArgs,
+    alpha: f64,
+    better: Option<Better>,
+) -> epistore_leaderboard::Spec {
+    use epistore_sql::intervals::Direction;
+    epistore_leaderboard::Spec {
+        metric,
+        by: split_keys(by),
+        filter,
+        bootstrap: bootstrap.settings(),
+        alpha,
+        direction: better.map(|b| match b {
+            Better::Higher => Direction::Higher,
+            Better::Lower => Direction::Lower,
+        }),
+        generated_by: format!("epistore {}", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+pub fn leaderboard(
+    store_dir: &Path,
+    spec: &epistore_leaderboard::Spec,
+    format: BoardFormat,
+    out: Option<&Path>,
+) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let board = runtime.block_on(async {
+        let engine = Engine::open(&store).await?;
+        anyhow::Ok(epistore_leaderboard::build(&engine, spec).await?)
+    })?;
+    let text = match format {
+        BoardFormat::Md => epistore_leaderboard::to_markdown(&board)?,
+        BoardFormat::Html => epistore_leaderboard::to_html(&board)?,
+        BoardFormat::Json => epistore_leaderboard::to_json(&board)?,
+        BoardFormat::Csv => epistore_leaderboard::to_csv(&board)?,
+    };
+    match out {
+        Some(path) => {
+            // Written beside and renamed: a reader never sees half a page.
+            let tmp = path.with_extension("epistore-tmp");
+            std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {} ({} entries)", path.display(), board.entries.len());
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare(store_dir: &Path, spec: &epistore_leaderboard::Spec, format: OutputFormat) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let comparisons = runtime.block_on(async {
+        let engine = Engine::open(&store).await?;
+        anyhow::Ok(epistore_leaderboard::compare_all(&engine, spec).await?)
+    })?;
+    let rows: Vec<Vec<Value>> = comparisons
+        .iter()
+        .map(|c| {
+            vec![
+                json!(c.a),
+                json!(c.b),
+                json!(c.clusters),
+                json!(c.mean_difference),
+                json!(c.lo),
+                json!(c.hi),
+                json!(c.p),
+                json!(c.p_holm),
+                json!(if c.exact { "exact" } else { "monte carlo" }),
+            ]
+        })
+        .collect();
+    print_rows(&["a", "b", "clusters", "mean_difference", "lo", "hi", "p", "p_holm", "p_method"], &rows, format);
+    if format == OutputFormat::Table {
+        eprintln!(
+            "{}: per task cluster present in both, a - b; family of {} comparisons, Holm-adjusted; B = {}, seed {}",
+            spec.metric,
+            comparisons.len(),
+            spec.bootstrap.replicates,
+            spec.bootstrap.seed
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,6 +15,9 @@ Examples:
   epistore sql \"SELECT harness_level, posture, has_verification FROM episodes ORDER BY 1\"
   epistore sql --format json \"SELECT * FROM episodes\" # NULL stays null
   epistore metrics --by model,harness_level          # the headline metrics, pooled
+  epistore metrics --by model --ci                   # with task-cluster bootstrap intervals
+  epistore leaderboard --metric avs_rate --format html --out board.html
+  epistore compare --metric sound_completion --by model   # paired tests, Holm-adjusted
   epistore sql \"SELECT * FROM cell_metrics\"          # every metric per cell
   epistore sql                                       # interactive SQL shell
   epistore show 3fa9                                 # an episode by id prefix
@@ -35,7 +38,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Table,
     Csv,
@@ -102,6 +105,58 @@ enum Command {
         /// Print the SQL instead of running it.
         #[arg(long)]
         show_sql: bool,
+        /// 95% task-cluster bootstrap intervals (metrics-v1 G), one row per entry and
+        /// metric. With --all: every metric of sections A to F (shares, revision
+        /// transitions, verifiers, verifier pairs, localisation included).
+        #[arg(long)]
+        ci: bool,
+        #[command(flatten)]
+        bootstrap: BootstrapArgs,
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+    /// Rank entries on one metric with intervals, paired tests and tie groups.
+    ///
+    /// Each entry gets its pooled value, a 95% percentile bootstrap interval over task
+    /// clusters, a paired sign-flip test against the entry ranked above (Holm-adjusted
+    /// over the board) and a tie group, plus the episode ids behind its score. The HTML
+    /// format is one self-contained page with a sortable table and charts.
+    Leaderboard {
+        /// The metric (a column of cell_metrics, `label_share:LABEL`,
+        /// `posture_share:POSTURE`, repair_rate, verifier_accuracy, phi, top1_all, ...).
+        #[arg(long)]
+        metric: String,
+        /// Comma-separated keys, one entry per value: model, harness_level, task, cluster.
+        #[arg(long, default_value = "model")]
+        by: String,
+        /// Only episodes matching this SQL condition on episode_facts columns.
+        #[arg(long = "where")]
+        filter: Option<String>,
+        #[arg(long, value_enum, default_value = "md")]
+        format: BoardFormat,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override which way the metric is better.
+        #[arg(long, value_enum)]
+        better: Option<Better>,
+        /// Holm-adjusted p-value under which an entry leaves the group of the one above.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        #[command(flatten)]
+        bootstrap: BootstrapArgs,
+    },
+    /// Paired comparisons of every pair of entries on one metric (same task clusters),
+    /// Holm-adjusted over the family.
+    Compare {
+        #[arg(long)]
+        metric: String,
+        #[arg(long, default_value = "model")]
+        by: String,
+        #[arg(long = "where")]
+        filter: Option<String>,
+        #[command(flatten)]
+        bootstrap: BootstrapArgs,
         #[arg(long, value_enum, default_value = "table")]
         format: OutputFormat,
     },
@@ -155,13 +210,56 @@ enum Command {
     },
 }
 
+/// Bootstrap settings shared by `metrics --ci`, `leaderboard` and `compare`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BootstrapArgs {
+    /// Bootstrap replicates B.
+    #[arg(long, default_value_t = 2000)]
+    replicates: usize,
+    /// Seed of the bootstrap (reported beside the intervals).
+    #[arg(long, default_value_t = epistore_stats::Bootstrap::default().seed)]
+    seed: u64,
+}
+
+impl BootstrapArgs {
+    pub fn settings(&self) -> epistore_stats::Bootstrap {
+        epistore_stats::Bootstrap { replicates: self.replicates, seed: self.seed, ..Default::default() }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum BoardFormat {
+    Md,
+    Html,
+    Json,
+    Csv,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
         Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
-        Command::Metrics { by, filter, all, show_sql, format } => {
-            commands::metrics(&cli.store, &by, filter.as_deref(), all, show_sql, format)
+        Command::Metrics { by, filter, all, show_sql, ci, bootstrap, format } => {
+            if ci {
+                commands::metric_intervals(&cli.store, &by, filter.as_deref(), all, &bootstrap.settings(), format)
+            } else {
+                commands::metrics(&cli.store, &by, filter.as_deref(), all, show_sql, format)
+            }
+        }
+        Command::Leaderboard { metric, by, filter, format, out, better, alpha, bootstrap } => {
+            let spec = commands::board_spec(metric, &by, filter, &bootstrap, alpha, better);
+            commands::leaderboard(&cli.store, &spec, format, out.as_deref())
+        }
+        Command::Compare { metric, by, filter, bootstrap, format } => {
+            let spec = commands::board_spec(metric, &by, filter, &bootstrap, 0.05, None);
+            commands::compare(&cli.store, &spec, format)
         }
         Command::Ls { format } => commands::ls(&cli.store, format),
         Command::Show { episode, format } => commands::show(&cli.store, &episode, format),

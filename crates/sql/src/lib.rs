@@ -4,8 +4,10 @@
 //! Everything here reads; nothing writes to the store. Statements that would write
 //! files or change the catalog (`COPY`, `CREATE`, `INSERT`, `SET`, ...) are refused.
 
+mod cluster_ci;
 pub mod columnar;
 mod error;
+pub mod intervals;
 mod output;
 mod provider;
 mod tables;

@@ -30,9 +30,12 @@ pub const VIEWS: &[(&str, &str)] = &[
     ("label_shares", include_str!("../../../queries/label_shares.sql")),
     ("posture_shares", include_str!("../../../queries/posture_shares.sql")),
     ("revision_correctness", include_str!("../../../queries/revision_correctness.sql")),
+    ("revision_pairs", include_str!("../../../queries/revision_pairs.sql")),
     ("revision_transitions", include_str!("../../../queries/revision_transitions.sql")),
     ("verifier_stats", include_str!("../../../queries/verifier_stats.sql")),
+    ("verifier_pair_judgements", include_str!("../../../queries/verifier_pair_judgements.sql")),
     ("verifier_pairs", include_str!("../../../queries/verifier_pairs.sql")),
+    ("localisation_facts", include_str!("../../../queries/localisation_facts.sql")),
     ("localisation", include_str!("../../../queries/localisation.sql")),
     ("label_audit", include_str!("../../../queries/label_audit.sql")),
 ];
@@ -64,6 +67,7 @@ pub fn cell_metrics_by(keys: &[&str]) -> String {
 
 pub(crate) async fn register(ctx: &SessionContext) -> Result<()> {
     ctx.register_udf(location_overlaps());
+    ctx.register_udaf(crate::cluster_ci::udaf());
     ctx.register_udtf("verifier_pairs_at", Arc::new(VerifierPairsAt));
     for (name, sql) in VIEWS {
         ctx.sql(&format!("CREATE VIEW {name} AS {sql}"))

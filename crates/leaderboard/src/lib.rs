@@ -1,0 +1,458 @@
+//! Leaderboards with honest statistics (metrics-v1 G): every entry's pooled value with
+//! its task-cluster bootstrap interval, a paired comparison with the entry ranked
+//! above, Holm-adjusted over the board, tie groups, and the episode ids behind each
+//! score; rendered as Markdown, one self-contained HTML page, JSON or CSV.
+
+use std::collections::BTreeMap;
+
+use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::record_batch::RecordBatch;
+use epistore_sql::intervals::{find_metric, Direction, Family, Metric};
+use epistore_sql::Engine;
+use epistore_stats::{cluster_bootstrap, holm, paired_comparison, tie_groups, Bootstrap};
+use serde::Serialize;
+
+pub const SCHEMA: &str = "epistore-leaderboard/1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Sql(#[from] epistore_sql::Error),
+    #[error("{0}")]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What to rank.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub metric: String,
+    /// Grouping keys (any of model, harness_level, task, cluster).
+    pub by: Vec<String>,
+    /// A SQL condition on `episode_facts` columns.
+    pub filter: Option<String>,
+    pub bootstrap: Bootstrap,
+    /// Tie-group threshold on Holm-adjusted p-values (metrics-v1 G: 0.05).
+    pub alpha: f64,
+    /// Overrides which way the metric is better.
+    pub direction: Option<Direction>,
+    pub generated_by: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Leaderboard {
+    pub schema: &'static str,
+    pub title: String,
+    pub metric: String,
+    pub metric_description: String,
+    pub direction: &'static str,
+    pub by: Vec<String>,
+    #[serde(rename = "where")]
+    pub filter: Option<String>,
+    pub store_snapshot: u64,
+    pub generated_by: String,
+    pub bootstrap: BootstrapInfo,
+    pub comparison: ComparisonInfo,
+    pub entries: Vec<Entry>,
+    pub evidence_matrix: Option<EvidenceMatrix>,
+    pub revision_curves: Vec<Curve>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BootstrapInfo {
+    pub replicates: usize,
+    pub seed: u64,
+    pub level: f64,
+    pub unit: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ComparisonInfo {
+    pub test: &'static str,
+    pub adjustment: &'static str,
+    /// Number of comparisons in the Holm family (entries with a comparison).
+    pub family: usize,
+    pub alpha: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Entry {
+    pub rank: Option<usize>,
+    pub key: BTreeMap<String, String>,
+    pub label: String,
+    pub value: Option<f64>,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// The metric's pooled denominator.
+    pub n: f64,
+    pub episodes: usize,
+    pub clusters: usize,
+    pub replicates_used: usize,
+    pub replicates_dropped: usize,
+    pub tie_group: Option<usize>,
+    pub vs_above: Option<VsAbove>,
+    pub episode_ids: Vec<String>,
+}
+
+/// The paired comparison of an entry with the one ranked above it, on the clusters
+/// both have: differences are (above - this entry).
+#[derive(Clone, Debug, Serialize)]
+pub struct VsAbove {
+    pub label: String,
+    pub mean_difference: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub p: f64,
+    pub p_holm: f64,
+    pub clusters: usize,
+    pub exact: bool,
+}
+
+/// Harness-ladder evidence: per harness level, the share of episodes with each
+/// trace or artifact recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct EvidenceMatrix {
+    pub levels: Vec<String>,
+    pub artifacts: Vec<String>,
+    pub episodes: Vec<i64>,
+    pub share: Vec<Vec<Option<f64>>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Curve {
+    pub label: String,
+    pub points: Vec<CurvePoint>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CurvePoint {
+    pub revision: i64,
+    pub n: i64,
+    pub current_correctness: Option<f64>,
+    pub ever_correct: Option<f64>,
+}
+
+const EVIDENCE: &[(&str, &str)] = &[
+    ("actions", "has_actions"),
+    ("tools", "has_tools"),
+    ("context", "has_context"),
+    ("verification", "has_verification"),
+    ("attribution", "has_attribution"),
+    ("interventions", "has_interventions"),
+    ("entropy", "has_entropy"),
+    ("patch", "has_patch"),
+    ("verification report", "has_verification_report"),
+    ("final report", "has_final_report"),
+];
+
+fn strings(batch: &RecordBatch, i: usize) -> Result<StringArray> {
+    Ok(cast(batch.column(i), &DataType::Utf8)?.as_any().downcast_ref::<StringArray>().expect("Utf8").clone())
+}
+
+fn floats(batch: &RecordBatch, i: usize) -> Result<Float64Array> {
+    Ok(cast(batch.column(i), &DataType::Float64)?.as_any().downcast_ref::<Float64Array>().expect("Float64").clone())
+}
+
+fn ints(batch: &RecordBatch, i: usize) -> Result<Int64Array> {
+    Ok(cast(batch.column(i), &DataType::Int64)?.as_any().downcast_ref::<Int64Array>().expect("Int64").clone())
+}
+
+fn opt(a: &Float64Array, row: usize) -> Option<f64> {
+    (!a.is_null(row)).then(|| a.value(row))
+}
+
+fn quoted(keys: &[&str]) -> Vec<String> {
+    keys.iter().map(|k| format!("\"{k}\"")).collect()
+}
+
+fn filter_clause(filter: Option<&str>, prefix: &str) -> String {
+    filter
+        .map(|f| format!(" {prefix} episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
+        .unwrap_or_default()
+}
+
+/// Episode ids behind each entry: the distinct episodes among the family's rows.
+async fn entry_episodes(
+    engine: &Engine,
+    family: &Family,
+    keys: &[&str],
+    filter: Option<&str>,
+) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
+    let all: Vec<&str> = keys.iter().chain(family.own_keys).copied().collect();
+    let cols: Vec<String> = all.iter().map(|k| format!("CAST(\"{k}\" AS VARCHAR)")).collect();
+    let mut select = cols.clone();
+    select.push("array_to_string(array_agg(DISTINCT episode_id), ' ')".into());
+    let group = if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", quoted(&all).join(", ")) };
+    let sql = format!(
+        "SELECT {} FROM ({}) AS rows{}{group}",
+        select.join(", "),
+        family.source,
+        filter_clause(filter, "WHERE")
+    );
+    let mut out = BTreeMap::new();
+    for batch in engine.query(&sql).await? {
+        let columns = (0..=all.len()).map(|i| strings(&batch, i)).collect::<Result<Vec<_>>>()?;
+        for row in 0..batch.num_rows() {
+            let text = |c: &StringArray| if c.is_null(row) { "NULL".to_string() } else { c.value(row).to_string() };
+            let key: Vec<String> = columns[..all.len()].iter().map(text).collect();
+            let ids = &columns[all.len()];
+            let mut ids: Vec<String> =
+                if ids.is_null(row) { vec![] } else { ids.value(row).split(' ').map(str::to_string).collect() };
+            ids.retain(|s| !s.is_empty());
+            ids.sort();
+            out.insert(key, ids);
+        }
+    }
+    Ok(out)
+}
+
+async fn evidence_matrix(engine: &Engine, filter: Option<&str>) -> Result<Option<EvidenceMatrix>> {
+    let shares: Vec<String> =
+        EVIDENCE.iter().map(|(_, c)| format!("avg(CASE WHEN {c} THEN 1.0 ELSE 0.0 END)")).collect();
+    let sql = format!(
+        "SELECT harness_level, count(*), {} FROM episodes{} GROUP BY harness_level ORDER BY harness_level",
+        shares.join(", "),
+        filter_clause(filter, "WHERE")
+    );
+    let mut matrix =
+        EvidenceMatrix { levels: vec![], artifacts: EVIDENCE.iter().map(|(a, _)| a.to_string()).collect(), episodes: vec![], share: vec![] };
+    for batch in engine.query(&sql).await? {
+        let level = strings(&batch, 0)?;
+        let count = ints(&batch, 1)?;
+        let values = (0..EVIDENCE.len()).map(|i| floats(&batch, 2 + i)).collect::<Result<Vec<_>>>()?;
+        for row in 0..batch.num_rows() {
+            matrix.levels.push(level.value(row).to_string());
+            matrix.episodes.push(count.value(row));
+            matrix.share.push(values.iter().map(|v| opt(v, row)).collect());
+        }
+    }
+    Ok((!matrix.levels.is_empty()).then_some(matrix))
+}
+
+/// Correctness over revisions (metrics-v1 D) per entry of the cell keys: the text of
+/// queries/revision_correctness.sql with the cell replaced by the entry.
+async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -> Result<Vec<Curve>> {
+    let label = if keys.is_empty() {
+        "'all'".to_string()
+    } else {
+        format!("concat_ws(' / ', {})", keys.iter().map(|k| format!("CAST(\"{k}\" AS VARCHAR)")).collect::<Vec<_>>().join(", "))
+    };
+    let sql = format!(
+        "WITH
+         verdicts AS (SELECT {label} AS entry, episode_id, revision, y FROM oracle_verdicts{}),
+         span AS (SELECT entry, max(revision) AS last_revision FROM verdicts GROUP BY entry),
+         revisions AS (SELECT entry, unnest(range(0, last_revision + 1)) AS t FROM span),
+         held AS (
+             SELECT r.entry, r.t, v.episode_id,
+                    last_value(v.y ORDER BY v.revision) AS y_t, max(v.y) AS ever
+             FROM revisions r JOIN verdicts v ON v.entry = r.entry AND v.revision <= r.t
+             GROUP BY r.entry, r.t, v.episode_id)
+         SELECT entry, t, count(*), avg(CAST(y_t AS DOUBLE)), avg(CAST(ever AS DOUBLE))
+         FROM held GROUP BY entry, t ORDER BY entry, t",
+        filter_clause(filter, "WHERE")
+    );
+    let mut curves: Vec<Curve> = vec![];
+    for batch in engine.query(&sql).await? {
+        let (entry, t, n) = (strings(&batch, 0)?, ints(&batch, 1)?, ints(&batch, 2)?);
+        let (current, ever) = (floats(&batch, 3)?, floats(&batch, 4)?);
+        for row in 0..batch.num_rows() {
+            let label = entry.value(row).to_string();
+            if curves.last().is_none_or(|c| c.label != label) {
+                curves.push(Curve { label: label.clone(), points: vec![] });
+            }
+            curves.last_mut().expect("pushed").points.push(CurvePoint {
+                revision: t.value(row),
+                n: n.value(row),
+                current_correctness: opt(&current, row),
+                ever_correct: opt(&ever, row),
+            });
+        }
+    }
+    Ok(curves)
+}
+
+/// Builds the leaderboard of `spec` over an engine's snapshot.
+pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
+    spec.bootstrap.validate().map_err(|e| Error::Usage(e.to_string()))?;
+    let (family, metric): (&Family, &Metric) = find_metric(&spec.metric)?;
+    let keys: Vec<&str> = spec.by.iter().map(String::as_str).collect();
+    let filter = spec.filter.as_deref();
+    let direction = spec.direction.unwrap_or(metric.direction);
+
+    let sums = engine.cluster_sums(family, &keys, filter).await?;
+    let episodes = entry_episodes(engine, family, &keys, filter).await?;
+    let key_names: Vec<String> = keys.iter().chain(family.own_keys).map(|k| k.to_string()).collect();
+
+    struct Row {
+        entry: Entry,
+        per_cluster: BTreeMap<String, f64>,
+    }
+    let mut rows = vec![];
+    for entry in &sums {
+        let interval = cluster_bootstrap(&entry.sums(), |t| metric.formula.evaluate(t), &spec.bootstrap)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let per_cluster = entry
+            .clusters
+            .iter()
+            .filter_map(|(c, s)| metric.formula.evaluate(s).map(|v| (c.clone(), v)))
+            .collect();
+        let ids = episodes.get(&entry.key).cloned().unwrap_or_default();
+        rows.push(Row {
+            entry: Entry {
+                rank: None,
+                key: key_names.iter().cloned().zip(entry.key.iter().cloned()).collect(),
+                label: if entry.key.is_empty() { "all".into() } else { entry.key.join(" / ") },
+                value: interval.estimate,
+                lo: interval.lo,
+                hi: interval.hi,
+                n: entry.total(metric.formula.denominator()),
+                episodes: ids.len(),
+                clusters: entry.clusters.len(),
+                replicates_used: interval.used,
+                replicates_dropped: interval.dropped,
+                tie_group: None,
+                vs_above: None,
+                episode_ids: ids,
+            },
+            per_cluster,
+        });
+    }
+
+    // Best first; entries without a value last, by label.
+    rows.sort_by(|a, b| match (a.entry.value, b.entry.value) {
+        (Some(x), Some(y)) => {
+            let order = if direction == Direction::Higher { y.total_cmp(&x) } else { x.total_cmp(&y) };
+            order.then_with(|| a.entry.label.cmp(&b.entry.label))
+        }
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.entry.label.cmp(&b.entry.label),
+    });
+    let ranked = rows.iter().filter(|r| r.entry.value.is_some()).count();
+
+    // Paired comparisons of each ranked entry with the one above, on shared clusters.
+    let mut comparisons = vec![None; ranked];
+    for i in 1..ranked {
+        let (above, this) = (&rows[i - 1].per_cluster, &rows[i].per_cluster);
+        let differences: Vec<f64> =
+            above.iter().filter_map(|(c, a)| this.get(c).map(|b| a - b)).collect();
+        comparisons[i] = paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))?;
+    }
+    let tested: Vec<usize> = (0..ranked).filter(|&i| comparisons[i].is_some()).collect();
+    let adjusted = holm(&tested.iter().map(|&i| comparisons[i].as_ref().expect("tested").p_value).collect::<Vec<_>>());
+    let mut p_holm = vec![None; ranked];
+    for (&i, p) in tested.iter().zip(&adjusted) {
+        p_holm[i] = Some(*p);
+    }
+    let groups = tie_groups(&p_holm, spec.alpha);
+    for i in 0..ranked {
+        let above_label = if i > 0 { rows[i - 1].entry.label.clone() } else { String::new() };
+        let entry = &mut rows[i].entry;
+        entry.rank = Some(i + 1);
+        entry.tie_group = Some(groups[i]);
+        entry.vs_above = comparisons[i].as_ref().map(|c| VsAbove {
+            label: above_label,
+            mean_difference: c.mean_difference,
+            lo: c.lo,
+            hi: c.hi,
+            p: c.p_value,
+            p_holm: p_holm[i].expect("tested"),
+            clusters: c.clusters,
+            exact: c.exact,
+        });
+    }
+
+    let curve_keys: Vec<&str> = keys.clone();
+    let by_label = if key_names.is_empty() { "everything".to_string() } else { key_names.join(", ") };
+    Ok(Leaderboard {
+        schema: SCHEMA,
+        title: format!("{} by {by_label}", metric.name),
+        metric: metric.name.clone(),
+        metric_description: metric.description.clone(),
+        direction: if direction == Direction::Higher { "higher" } else { "lower" },
+        by: key_names,
+        filter: spec.filter.clone(),
+        store_snapshot: engine.snapshot_seq,
+        generated_by: spec.generated_by.clone(),
+        bootstrap: BootstrapInfo {
+            replicates: spec.bootstrap.replicates,
+            seed: spec.bootstrap.seed,
+            level: spec.bootstrap.level,
+            unit: "task cluster",
+        },
+        comparison: ComparisonInfo {
+            test: "two-sided sign-flip permutation on per-cluster differences with the entry ranked above",
+            adjustment: "holm",
+            family: tested.len(),
+            alpha: spec.alpha,
+        },
+        entries: rows.into_iter().map(|r| r.entry).collect(),
+        evidence_matrix: evidence_matrix(engine, filter).await?,
+        revision_curves: revision_curves(engine, &curve_keys, filter).await?,
+    })
+}
+
+mod render;
+pub use render::{to_csv, to_html, to_json, to_markdown};
+
+/// One paired comparison of `compare`: entry `a` minus entry `b`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    pub clusters: usize,
+    pub mean_difference: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub p: f64,
+    pub p_holm: f64,
+    pub exact: bool,
+}
+
+/// Every pair of entries compared on the clusters both have (metrics-v1 G), with
+/// Holm-adjusted p-values over the family of all pairs that share a cluster.
+pub async fn compare_all(engine: &Engine, spec: &Spec) -> Result<Vec<Comparison>> {
+    spec.bootstrap.validate().map_err(|e| Error::Usage(e.to_string()))?;
+    let (family, metric) = find_metric(&spec.metric)?;
+    let keys: Vec<&str> = spec.by.iter().map(String::as_str).collect();
+    let sums = engine.cluster_sums(family, &keys, spec.filter.as_deref()).await?;
+    let per_cluster: Vec<(String, BTreeMap<&str, f64>)> = sums
+        .iter()
+        .map(|e| {
+            let values =
+                e.clusters.iter().filter_map(|(c, s)| metric.formula.evaluate(s).map(|v| (c.as_str(), v))).collect();
+            (e.key.join(" / "), values)
+        })
+        .collect();
+    let mut out = vec![];
+    for (i, (a, va)) in per_cluster.iter().enumerate() {
+        for (b, vb) in &per_cluster[i + 1..] {
+            let differences: Vec<f64> = va.iter().filter_map(|(c, x)| vb.get(c).map(|y| x - y)).collect();
+            if let Some(c) = paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))? {
+                out.push(Comparison {
+                    a: a.clone(),
+                    b: b.clone(),
+                    clusters: c.clusters,
+                    mean_difference: c.mean_difference,
+                    lo: c.lo,
+                    hi: c.hi,
+                    p: c.p_value,
+                    p_holm: f64::NAN,
+                    exact: c.exact,
+                });
+            }
+        }
+    }
+    let adjusted = holm(&out.iter().map(|c| c.p).collect::<Vec<_>>());
+    for (c, p) in out.iter_mut().zip(adjusted) {
+        c.p_holm = p;
+    }
+    Ok(out)
+}

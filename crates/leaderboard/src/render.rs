@@ -1,0 +1,147 @@
+//! The four formats of a leaderboard.
+
+use std::fmt::Write;
+
+use crate::{Entry, Leaderboard, Result};
+
+const TEMPLATE: &str = include_str!("leaderboard.html");
+
+fn number(v: Option<f64>) -> String {
+    v.map_or_else(|| "NULL".to_string(), |v| format!("{v:.3}"))
+}
+
+fn p_value(v: f64) -> String {
+    if v < 0.001 {
+        format!("{v:.1e}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn interval(e: &Entry) -> String {
+    match (e.lo, e.hi) {
+        (Some(lo), Some(hi)) => format!("[{lo:.3}, {hi:.3}]"),
+        _ => "NULL".into(),
+    }
+}
+
+fn count(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+pub fn to_json(board: &Leaderboard) -> Result<String> {
+    Ok(serde_json::to_string_pretty(board)? + "\n")
+}
+
+/// One row per entry; the episode ids space-separated in the last column.
+pub fn to_csv(board: &Leaderboard) -> Result<String> {
+    let mut out = String::from(
+        "rank,entry,value,lo,hi,n,episodes,clusters,replicates_used,replicates_dropped,tie_group,mean_difference_vs_above,p_vs_above,p_holm_vs_above,episode_ids\n",
+    );
+    let field = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let o = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    for e in &board.entries {
+        let vs = e.vs_above.as_ref();
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            e.rank.map(|r| r.to_string()).unwrap_or_default(),
+            field(&e.label),
+            o(e.value),
+            o(e.lo),
+            o(e.hi),
+            count(e.n),
+            e.episodes,
+            e.clusters,
+            e.replicates_used,
+            e.replicates_dropped,
+            e.tie_group.map(|g| g.to_string()).unwrap_or_default(),
+            o(vs.map(|v| v.mean_difference)),
+            o(vs.map(|v| v.p)),
+            o(vs.map(|v| v.p_holm)),
+            e.episode_ids.join(" ")
+        );
+    }
+    Ok(out)
+}
+
+pub fn to_markdown(board: &Leaderboard) -> Result<String> {
+    let mut out = String::new();
+    let b = &board.bootstrap;
+    let _ = writeln!(out, "# {}\n", board.title);
+    let _ = writeln!(
+        out,
+        "`{}` = {} ({} is better). Store snapshot {}{}.\n",
+        board.metric,
+        board.metric_description,
+        board.direction,
+        board.store_snapshot,
+        board.filter.as_ref().map(|f| format!(", episodes where `{f}`")).unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "Intervals: {:.0}% percentile bootstrap over task clusters, B = {}, seed {}. \
+         Tie groups: an entry whose Holm-adjusted paired sign-flip p-value against the entry \
+         ranked above is >= {} shares its group (family of {} comparisons).\n",
+        b.level * 100.0,
+        b.replicates,
+        b.seed,
+        board.comparison.alpha,
+        board.comparison.family
+    );
+    out.push_str("| rank | entry | value | interval | n | episodes | clusters | tie group | vs above (Holm p) |\n");
+    out.push_str("|---:|---|---:|---|---:|---:|---:|---:|---|\n");
+    for e in &board.entries {
+        let vs = e
+            .vs_above
+            .as_ref()
+            .map(|v| format!("{:+.3} (p {})", v.mean_difference, p_value(v.p_holm)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            e.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+            e.label.replace('|', "\\|"),
+            number(e.value),
+            interval(e),
+            count(e.n),
+            e.episodes,
+            e.clusters,
+            e.tie_group.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
+            vs
+        );
+    }
+    out.push_str("\n## Episodes behind each entry\n\n");
+    for e in &board.entries {
+        let _ = writeln!(out, "<details><summary>{} ({} episodes)</summary>\n", e.label, e.episode_ids.len());
+        for id in &e.episode_ids {
+            let _ = writeln!(out, "- `{id}`");
+        }
+        out.push_str("\n</details>\n\n");
+    }
+    Ok(out)
+}
+
+fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// One static page, no network: the data is embedded as JSON and drawn by the page's
+/// own script.
+pub fn to_html(board: &Leaderboard) -> Result<String> {
+    // `</` inside a script element would end it; `<\/` is the same JSON string.
+    let data = serde_json::to_string(board)?.replace("</", "<\\/");
+    Ok(TEMPLATE
+        .replacen("/*EPISTORE_LEADERBOARD_DATA*/null", &data, 1)
+        .replacen("EPISTORE_LEADERBOARD_TITLE", &escape_html(&board.title), 1))
+}

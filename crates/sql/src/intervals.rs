@@ -1,0 +1,428 @@
+//! Intervals and comparisons (metrics-v1 G) for the shipped metrics.
+//!
+//! Every metric the store ships is a function of counts summed over rows (episodes,
+//! candidates, revision pairs). A [`Family`] names a row source (a shipped view) and the
+//! count columns ("components") its metrics are built from; [`Engine::cluster_sums`]
+//! sums the components per entry and task cluster, and `epistore-stats` does the rest on
+//! those sums, so an interval resamples clusters exactly as metrics-v1 G says and the
+//! point estimate is the same pooled ratio the view reports.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use datafusion::arrow::array::{Array, Float64Array, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use epistore_package::{LABELS, POSTURES};
+use epistore_stats::{bootstrap_with_plan, Bootstrap, Interval, ResamplePlan};
+
+use crate::error::{Error, Result};
+use crate::{views, Engine, METRIC_KEYS};
+
+/// Which way a metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Higher,
+    Lower,
+}
+
+/// How a metric is computed from its pooled components.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Formula {
+    /// sum of the `num` components / the `den` component; NULL when that is 0.
+    Ratio { num: Vec<usize>, den: usize },
+    /// D_ij = n11/n0 - f_i f_j, f_i = (n11+n10)/n0, f_j = (n11+n01)/n0; NULL when n0 = 0.
+    ExcessJoint { n11: usize, n10: usize, n01: usize, n0: usize },
+    /// The phi coefficient of the 2x2 table; NULL when n0 = 0 or its denominator is 0.
+    Phi { n11: usize, n10: usize, n01: usize, n00: usize },
+}
+
+impl Formula {
+    pub fn evaluate(&self, t: &[f64]) -> Option<f64> {
+        match *self {
+            Formula::Ratio { ref num, den } => (t[den] != 0.0).then(|| num.iter().map(|&i| t[i]).sum::<f64>() / t[den]),
+            Formula::ExcessJoint { n11, n10, n01, n0 } => {
+                let n0 = t[n0];
+                (n0 != 0.0).then(|| t[n11] / n0 - ((t[n11] + t[n10]) / n0) * ((t[n11] + t[n01]) / n0))
+            }
+            Formula::Phi { n11, n10, n01, n00 } => {
+                let (a, b, c, d) = (t[n11], t[n10], t[n01], t[n00]);
+                let denominator = ((a + b) * (c + d) * (a + c) * (b + d)).sqrt();
+                (a + b + c + d != 0.0 && denominator != 0.0).then(|| (a * d - b * c) / denominator)
+            }
+        }
+    }
+
+    /// The component that plays the denominator (reported as `n`).
+    pub fn denominator(&self) -> usize {
+        match *self {
+            Formula::Ratio { den, .. } => den,
+            Formula::ExcessJoint { n0, .. } => n0,
+            Formula::Phi { n11, .. } => n11,
+        }
+    }
+}
+
+/// One metric of a family.
+#[derive(Clone, Debug)]
+pub struct Metric {
+    pub name: String,
+    pub formula: Formula,
+    pub direction: Direction,
+    /// "numerator / denominator" in words, for reports.
+    pub description: String,
+}
+
+/// Metrics computed from one row source.
+#[derive(Clone, Debug)]
+pub struct Family {
+    /// The view whose numbers these are (`cell_metrics`, `verifier_stats`, ...).
+    pub view: &'static str,
+    /// Keys every entry of this family has beside the chosen cell keys (`verifier`).
+    pub own_keys: &'static [&'static str],
+    /// SQL yielding one row per counted unit with the cell keys, `cluster`,
+    /// `episode_id`, the own keys and the components.
+    pub source: String,
+    pub components: Vec<String>,
+    pub metrics: Vec<Metric>,
+}
+
+/// Metrics where a smaller value is the better one.
+const LOWER_IS_BETTER: &[&str] = &[
+    "m_hir",
+    "m_hir_incidence",
+    "entropy_delta",
+    "stale_check_rate",
+    "verify_then_edit_rate",
+    "selective_risk",
+    "unsafe_completion",
+    "budget_exhaustion",
+    "regression_from_correct",
+    "regression_rate",
+    "verifier_risk",
+    "false_accept_rate",
+    "joint_false_accept",
+    "excess_joint",
+    "phi",
+    "label_share:failed",
+    "label_share:unsafe_invalid",
+    "posture_share:stale",
+    "posture_share:failure",
+    "posture_share:gap",
+    "posture_share:unknown",
+];
+
+struct FamilyBuilder {
+    family: Family,
+}
+
+impl FamilyBuilder {
+    fn new(view: &'static str, own_keys: &'static [&'static str], source: impl Into<String>) -> Self {
+        FamilyBuilder { family: Family { view, own_keys, source: source.into(), components: vec![], metrics: vec![] } }
+    }
+
+    fn component(&mut self, name: &str) -> usize {
+        match self.family.components.iter().position(|c| c == name) {
+            Some(i) => i,
+            None => {
+                self.family.components.push(name.to_string());
+                self.family.components.len() - 1
+            }
+        }
+    }
+
+    fn metric(&mut self, name: &str, formula: Formula, description: String) {
+        let direction = if LOWER_IS_BETTER.contains(&name) { Direction::Lower } else { Direction::Higher };
+        self.family.metrics.push(Metric { name: name.to_string(), formula, direction, description });
+    }
+
+    fn ratio(&mut self, name: &str, num: &[&str], den: &str) {
+        let formula = Formula::Ratio { num: num.iter().map(|n| self.component(n)).collect(), den: self.component(den) };
+        self.metric(name, formula, format!("{} / {den}", num.join(" + ")));
+    }
+}
+
+/// Every metric family the store ships, in metrics-v1 order.
+pub fn families() -> &'static [Family] {
+    static FAMILIES: OnceLock<Vec<Family>> = OnceLock::new();
+    FAMILIES.get_or_init(|| {
+        let mut out = vec![cell_family()];
+
+        let mut labels = FamilyBuilder::new("label_shares", &[], label_source("label", LABELS));
+        let mut postures = FamilyBuilder::new("posture_shares", &[], label_source("posture", POSTURES));
+        for (builder, column, values) in [(&mut labels, "label", LABELS), (&mut postures, "posture", POSTURES)] {
+            for value in values {
+                builder.ratio(&format!("{column}_share:{value}"), &[&format!("{column}_{value}")], "episodes");
+            }
+        }
+        out.push(labels.family);
+        out.push(postures.family);
+
+        let mut transitions = FamilyBuilder::new(
+            "revision_transitions",
+            &[],
+            "SELECT model, harness_level, task, \"cluster\", episode_id,
+                    CASE WHEN y_before = 0 THEN 1 ELSE 0 END AS pairs_from_wrong,
+                    CASE WHEN y_before = 0 AND y_after = 1 THEN 1 ELSE 0 END AS repaired,
+                    CASE WHEN y_before = 1 THEN 1 ELSE 0 END AS pairs_from_correct,
+                    CASE WHEN y_before = 1 AND y_after = 0 THEN 1 ELSE 0 END AS regressed
+             FROM revision_pairs",
+        );
+        transitions.ratio("repair_rate", &["repaired"], "pairs_from_wrong");
+        transitions.ratio("regression_rate", &["regressed"], "pairs_from_correct");
+        out.push(transitions.family);
+
+        let mut verifiers = FamilyBuilder::new(
+            "verifier_stats",
+            &["verifier"],
+            "SELECT e.model, e.harness_level, e.task, e.\"cluster\", j.episode_id, j.verifier,
+                    1 AS judged, j.accept AS accepted, j.accept * (1 - j.y) AS accepted_wrong,
+                    1 - j.y AS wrong, CASE WHEN j.accept = j.y THEN 1 ELSE 0 END AS agreed
+             FROM verifier_judgements j JOIN episodes e ON e.episode_id = j.episode_id",
+        );
+        verifiers.ratio("verifier_coverage", &["accepted"], "judged");
+        verifiers.ratio("verifier_risk", &["accepted_wrong"], "accepted");
+        verifiers.ratio("false_accept_rate", &["accepted_wrong"], "wrong");
+        verifiers.ratio("verifier_accuracy", &["agreed"], "judged");
+        out.push(verifiers.family);
+
+        let mut pairs = FamilyBuilder::new(
+            "verifier_pairs",
+            &["verifier_i", "verifier_j"],
+            "SELECT model, harness_level, task, \"cluster\", episode_id, verifier_i, verifier_j,
+                    CASE WHEN y = 0 THEN 1 ELSE 0 END AS n0,
+                    CASE WHEN y = 0 AND accept_i = 1 AND accept_j = 1 THEN 1 ELSE 0 END AS n11,
+                    CASE WHEN y = 0 AND accept_i = 1 AND accept_j = 0 THEN 1 ELSE 0 END AS n10,
+                    CASE WHEN y = 0 AND accept_i = 0 AND accept_j = 1 THEN 1 ELSE 0 END AS n01,
+                    CASE WHEN y = 0 AND accept_i = 0 AND accept_j = 0 THEN 1 ELSE 0 END AS n00
+             FROM verifier_pair_judgements",
+        );
+        pairs.ratio("f_i", &["n11", "n10"], "n0");
+        pairs.ratio("f_j", &["n11", "n01"], "n0");
+        pairs.ratio("joint_false_accept", &["n11"], "n0");
+        let [n11, n10, n01, n00, n0] = ["n11", "n10", "n01", "n00", "n0"].map(|c| pairs.component(c));
+        pairs.metric("excess_joint", Formula::ExcessJoint { n11, n10, n01, n0 }, "n11/n0 - f_i * f_j".into());
+        pairs.metric("phi", Formula::Phi { n11, n10, n01, n00 }, "phi of the 2x2 table on wrong candidates".into());
+        out.push(pairs.family);
+
+        let mut localisation = FamilyBuilder::new(
+            "localisation",
+            &[],
+            "SELECT model, harness_level, task, \"cluster\", episode_id, 1 AS n,
+                    CASE WHEN rank_all <= 1 THEN 1 ELSE 0 END AS all1, CASE WHEN rank_any <= 1 THEN 1 ELSE 0 END AS any1,
+                    CASE WHEN rank_all <= 3 THEN 1 ELSE 0 END AS all3, CASE WHEN rank_any <= 3 THEN 1 ELSE 0 END AS any3,
+                    CASE WHEN rank_all <= 5 THEN 1 ELSE 0 END AS all5, CASE WHEN rank_any <= 5 THEN 1 ELSE 0 END AS any5
+             FROM localisation_facts",
+        );
+        for n in [1, 3, 5] {
+            localisation.ratio(&format!("top{n}_all"), &[&format!("all{n}")], "n");
+            localisation.ratio(&format!("top{n}_any"), &[&format!("any{n}")], "n");
+        }
+        out.push(localisation.family);
+        out
+    })
+}
+
+/// `CASE WHEN column = 'value' ...` components for a share view.
+fn label_source(column: &str, values: &[&str]) -> String {
+    let cases: Vec<String> = values
+        .iter()
+        .map(|v| format!("CASE WHEN {column} = '{v}' THEN 1 ELSE 0 END AS \"{column}_{v}\""))
+        .collect();
+    format!("SELECT model, harness_level, task, \"cluster\", episode_id, 1 AS episodes, {} FROM episodes", cases.join(", "))
+}
+
+/// The cell_metrics family, read off queries/cell_metrics.sql so the text stays the
+/// one definition: every line `[CAST(]sum(NUM)[ AS DOUBLE)] / nullif(sum(DEN), 0) AS NAME`.
+fn cell_family() -> Family {
+    let sql = views::VIEWS.iter().find(|(name, _)| *name == "cell_metrics").expect("shipped").1;
+    let mut builder = FamilyBuilder::new("cell_metrics", &[], "SELECT * FROM episode_facts");
+    for line in sql.lines() {
+        let Some((num, den, name)) = parse_ratio_line(line) else { continue };
+        builder.ratio(name, &[num], den);
+    }
+    builder.family
+}
+
+fn parse_ratio_line(line: &str) -> Option<(&str, &str, &str)> {
+    let (left, right) = line.split_once("/ nullif(sum(")?;
+    let num = left.split_once("sum(")?.1.split_once(')')?.0;
+    let den = right.split_once(')')?.0;
+    let name = right.rsplit_once(" AS ")?.1.trim().trim_end_matches(',');
+    Some((num, den, name))
+}
+
+/// Finds a metric by name.
+pub fn find_metric(name: &str) -> Result<(&'static Family, &'static Metric)> {
+    families()
+        .iter()
+        .find_map(|f| f.metrics.iter().find(|m| m.name == name).map(|m| (f, m)))
+        .ok_or_else(|| {
+            let names: Vec<&str> = families().iter().flat_map(|f| f.metrics.iter().map(|m| m.name.as_str())).collect();
+            Error::Usage(format!("unknown metric `{name}`; metrics: {}", names.join(", ")))
+        })
+}
+
+/// One entry's components summed per task cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterSums {
+    /// Values of the grouping keys, then of the family's own keys.
+    pub key: Vec<String>,
+    /// (cluster, component sums), by cluster name.
+    pub clusters: Vec<(String, Vec<f64>)>,
+}
+
+impl ClusterSums {
+    pub fn sums(&self) -> Vec<Vec<f64>> {
+        self.clusters.iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    pub fn total(&self, component: usize) -> f64 {
+        self.clusters.iter().map(|(_, s)| s[component]).sum()
+    }
+}
+
+/// An interval row of `epistore metrics --ci`.
+#[derive(Clone, Debug)]
+pub struct MetricInterval {
+    pub key: Vec<String>,
+    pub metric: String,
+    pub interval: Interval,
+    /// The metric's pooled denominator.
+    pub n: f64,
+    pub clusters: usize,
+}
+
+pub(crate) fn check_keys(keys: &[&str]) -> Result<()> {
+    for key in keys {
+        if !METRIC_KEYS.contains(key) {
+            return Err(Error::Usage(format!("cannot group metrics by `{key}`; use any of {}", METRIC_KEYS.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// The SQL that sums `family`'s components per (keys, own keys, cluster) over the
+    /// episodes matching `filter` (a condition on `episode_facts` columns).
+    pub fn cluster_sums_sql(family: &Family, keys: &[&str], filter: Option<&str>) -> Result<String> {
+        check_keys(keys)?;
+        let group: Vec<String> =
+            keys.iter().chain(family.own_keys).map(|k| format!("CAST(\"{k}\" AS VARCHAR) AS \"{k}\"")).collect();
+        let group_names: Vec<String> = keys.iter().chain(family.own_keys).map(|k| format!("\"{k}\"")).collect();
+        let sums: Vec<String> =
+            family.components.iter().map(|c| format!("CAST(sum(\"{c}\") AS DOUBLE) AS \"{c}\"")).collect();
+        let filter = filter
+            .map(|f| format!("\nWHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
+            .unwrap_or_default();
+        let mut select = group.clone();
+        select.push("CAST(\"cluster\" AS VARCHAR) AS \"cluster\"".into());
+        select.extend(sums);
+        let mut by = group_names.clone();
+        by.push("\"cluster\"".into());
+        Ok(format!(
+            "SELECT {}\nFROM ({}) AS rows{filter}\nGROUP BY {}\nORDER BY {}",
+            select.join(", "),
+            family.source,
+            by.join(", "),
+            by.join(", ")
+        ))
+    }
+
+    /// `family`'s components summed per entry (keys + own keys) and cluster.
+    pub async fn cluster_sums(&self, family: &Family, keys: &[&str], filter: Option<&str>) -> Result<Vec<ClusterSums>> {
+        let sql = Self::cluster_sums_sql(family, keys, filter)?;
+        let batches = self.query(&sql).await?;
+        let width = keys.len() + family.own_keys.len();
+        let mut entries: BTreeMap<Vec<String>, Vec<(String, Vec<f64>)>> = BTreeMap::new();
+        for batch in &batches {
+            let strings = |i: usize| -> Result<StringArray> {
+                let a = cast(batch.column(i), &DataType::Utf8)?;
+                Ok(a.as_any().downcast_ref::<StringArray>().expect("Utf8").clone())
+            };
+            let key_columns = (0..=width).map(strings).collect::<Result<Vec<_>>>()?;
+            let value_columns = (0..family.components.len())
+                .map(|i| {
+                    let a = cast(batch.column(width + 1 + i), &DataType::Float64)?;
+                    Ok(a.as_any().downcast_ref::<Float64Array>().expect("Float64").clone())
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for row in 0..batch.num_rows() {
+                let text = |c: &StringArray| if c.is_null(row) { "NULL".to_string() } else { c.value(row).to_string() };
+                let key: Vec<String> = key_columns[..width].iter().map(text).collect();
+                let cluster = text(&key_columns[width]);
+                let values = value_columns.iter().map(|c| if c.is_null(row) { 0.0 } else { c.value(row) }).collect();
+                entries.entry(key).or_default().push((cluster, values));
+            }
+        }
+        Ok(entries.into_iter().map(|(key, clusters)| ClusterSums { key, clusters }).collect())
+    }
+
+    /// Bootstrap intervals of `metrics` (names; all of their families' metrics when
+    /// empty) per entry of `keys`, over the episodes matching `filter`.
+    pub async fn metric_intervals(
+        &self,
+        metrics: &[&str],
+        keys: &[&str],
+        filter: Option<&str>,
+        settings: &Bootstrap,
+    ) -> Result<Vec<MetricInterval>> {
+        settings.validate().map_err(|e| Error::Usage(e.to_string()))?;
+        let mut out = vec![];
+        for family in families() {
+            let chosen: Vec<&Metric> =
+                family.metrics.iter().filter(|m| metrics.is_empty() || metrics.contains(&m.name.as_str())).collect();
+            if chosen.is_empty() {
+                continue;
+            }
+            for entry in self.cluster_sums(family, keys, filter).await? {
+                let sums = entry.sums();
+                // One set of draws per entry, shared by all its metrics.
+                let plan = ResamplePlan::new(sums.len(), settings);
+                for metric in &chosen {
+                    let interval = bootstrap_with_plan(&sums, &|t| metric.formula.evaluate(t), &plan, settings);
+                    out.push(MetricInterval {
+                        key: entry.key.clone(),
+                        metric: metric.name.clone(),
+                        interval,
+                        n: entry.total(metric.formula.denominator()),
+                        clusters: sums.len(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ratio_of_cell_metrics_is_read_off_the_shipped_sql() {
+        let family = cell_family();
+        let names: Vec<&str> = family.metrics.iter().map(|m| m.name.as_str()).collect();
+        let sql = views::VIEWS.iter().find(|(n, _)| *n == "cell_metrics").unwrap().1;
+        let ratios = sql.lines().filter(|l| l.contains("/ nullif(")).count();
+        assert_eq!(names.len(), ratios);
+        assert_eq!(names.first(), Some(&"avs_rate"));
+        assert!(names.contains(&"mean_score") && names.contains(&"selective_risk"));
+        let (_, risk) = find_metric("selective_risk").unwrap();
+        assert_eq!(risk.description, "accepted_wrong / accepted_known");
+        assert_eq!(risk.direction, Direction::Lower);
+    }
+
+    #[test]
+    fn formulas_follow_the_contract() {
+        let ratio = Formula::Ratio { num: vec![0, 1], den: 2 };
+        assert_eq!(ratio.evaluate(&[1.0, 2.0, 4.0]), Some(0.75));
+        assert_eq!(ratio.evaluate(&[1.0, 2.0, 0.0]), None);
+        // n11 = 2, n10 = 1, n01 = 1, n00 = 4, n0 = 8: D = 2/8 - (3/8)(3/8).
+        let d = Formula::ExcessJoint { n11: 0, n10: 1, n01: 2, n0: 4 };
+        assert_eq!(d.evaluate(&[2.0, 1.0, 1.0, 4.0, 8.0]), Some(0.25 - 9.0 / 64.0));
+        let phi = Formula::Phi { n11: 0, n10: 1, n01: 2, n00: 3 };
+        assert_eq!(phi.evaluate(&[2.0, 1.0, 1.0, 4.0]), Some((8.0 - 1.0) / (3.0f64 * 5.0 * 3.0 * 5.0).sqrt()));
+        assert_eq!(phi.evaluate(&[2.0, 0.0, 0.0, 0.0]), None);
+    }
+}

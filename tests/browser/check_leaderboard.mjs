@@ -1,0 +1,300 @@
+#!/usr/bin/env node
+// Headless-Chromium check of a rendered epistore leaderboard page.
+//
+// usage: node check_leaderboard.mjs PAGE.html SCREENSHOT.png
+//
+// env: PLAYWRIGHT_CORE  path to the playwright-core package (directory or entry file);
+//                       default: import('playwright-core')
+//      CHROMIUM         Chromium executable; default /usr/bin/chromium
+//
+// Prints a JSON summary on stdout. Exits 1 (with the reasons on stderr) when the
+// page logs a console error or warning, throws, makes any non-file request, or
+// when its DOM does not match the DATA embedded in it. Exit 2 on usage errors.
+
+import { existsSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [pageArg, shotArg] = process.argv.slice(2);
+if (!pageArg || !shotArg) {
+  process.stderr.write("usage: node check_leaderboard.mjs PAGE.html SCREENSHOT.png\n");
+  process.exit(2);
+}
+const pagePath = resolve(pageArg);
+const shotPath = resolve(shotArg);
+if (!existsSync(pagePath)) {
+  process.stderr.write(`check_leaderboard: FAIL: page not found: ${pagePath}\n`);
+  process.exit(1);
+}
+
+async function loadPlaywright() {
+  const p = process.env.PLAYWRIGHT_CORE;
+  let mod;
+  if (p) {
+    const abs = resolve(p);
+    // playwright-core is CommonJS; require() resolves both a package directory and a file.
+    const require = createRequire(import.meta.url);
+    try {
+      mod = require(abs);
+    } catch (e) {
+      if (existsSync(abs) && statSync(abs).isFile()) mod = await import(pathToFileURL(abs).href);
+      else throw e;
+    }
+  } else {
+    mod = await import("playwright-core");
+  }
+  const chromium = mod.chromium ?? mod.default?.chromium;
+  if (!chromium) throw new Error("playwright-core module has no `chromium` export");
+  return chromium;
+}
+
+const failures = [];
+const consoleMessages = [];
+const pageErrors = [];
+const badRequests = [];
+const fail = (msg) => failures.push(msg);
+
+const summary = {
+  page: pagePath,
+  screenshot: shotPath,
+  ok: false,
+};
+
+let browser;
+try {
+  const chromium = await loadPlaywright();
+  const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
+  browser = await chromium.launch({
+    executablePath,
+    headless: true,
+    timeout: 60_000,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  summary.browser = browser.version();
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+
+  page.on("console", (msg) => {
+    const type = msg.type();
+    if (type === "error" || type === "warning") {
+      const loc = msg.location();
+      consoleMessages.push({ type, text: msg.text(), url: loc?.url ?? "", line: loc?.lineNumber ?? null });
+    }
+  });
+  page.on("pageerror", (err) => pageErrors.push(String(err && err.stack ? err.stack : err)));
+  page.on("request", (req) => {
+    const url = req.url();
+    if (!url.startsWith("file:")) badRequests.push({ url, reason: "non-file request" });
+  });
+  page.on("requestfailed", (req) => {
+    badRequests.push({ url: req.url(), reason: `failed: ${req.failure()?.errorText ?? "unknown"}` });
+  });
+  // Never let anything leave the machine, even if the page tried.
+  await context.route(/^(?!file:)/, (route) => route.abort("blockedbyclient"));
+
+  const url = pathToFileURL(pagePath).href;
+  await page.goto(url, { waitUntil: "load", timeout: 30_000 });
+  await page
+    .waitForFunction(() => document.body && document.body.hasAttribute("data-rendered"), null, { timeout: 10_000 })
+    .catch(() => fail("page never set body[data-rendered] (render did not finish)"));
+
+  const title = await page.title();
+  summary.title = title;
+  const html = await page.content();
+  if (title.includes("EPISTORE_LEADERBOARD_TITLE")) fail("title placeholder was not substituted");
+
+  const data = await page.evaluate(() => window.EPISTORE_LEADERBOARD ?? null);
+  if (!data || typeof data !== "object") {
+    fail("window.EPISTORE_LEADERBOARD is not an object (DATA placeholder not substituted?)");
+  } else {
+    const rendered = await page.evaluate(() => document.body.getAttribute("data-rendered"));
+    if (rendered !== "ok") fail(`body[data-rendered] is ${JSON.stringify(rendered)}, expected "ok"`);
+    const entries = Array.isArray(data.entries) ? data.entries : [];
+    const isNum = (x) => typeof x === "number" && Number.isFinite(x);
+    summary.schema = data.schema ?? null;
+    summary.entries = entries.length;
+
+    // --- table rows ---
+    const table = await page.$("table#leaderboard.sortable");
+    if (!table) fail("no table#leaderboard.sortable");
+    const rowLabels = () =>
+      page.$$eval("table#leaderboard > tbody > tr", (trs) => trs.map((tr) => tr.getAttribute("data-label")));
+    const labels0 = await rowLabels();
+    summary.rows = labels0.length;
+    if (labels0.length !== entries.length) fail(`table has ${labels0.length} body rows, DATA has ${entries.length} entries`);
+    if (labels0.some((l) => l === null)) fail("a tbody row lacks data-label");
+    const dataLabels = entries.map((e) => String(e.label));
+    const sortedA = [...labels0].sort().join("\u0000");
+    const sortedB = [...dataLabels].sort().join("\u0000");
+    if (sortedA !== sortedB) fail(`row labels ${JSON.stringify(labels0)} do not match entry labels ${JSON.stringify(dataLabels)}`);
+    // initial order follows rank
+    const rankOf = new Map(entries.map((e) => [String(e.label), e.rank]));
+    const initRanks = labels0.map((l) => rankOf.get(l));
+    if (!monotone(initRanks, 1)) fail(`initial row order is not by rank: ${JSON.stringify(initRanks)}`);
+    // NULL values render as NULL
+    const nullLabels = entries.filter((e) => !isNum(e.value)).map((e) => String(e.label));
+    for (const l of nullLabels) {
+      const text = await page.$$eval("table#leaderboard > tbody > tr", (trs, l) => {
+        const tr = trs.find((t) => t.getAttribute("data-label") === l);
+        return tr ? tr.textContent : "";
+      }, l);
+      if (!text.includes("NULL")) fail(`row ${JSON.stringify(l)} has a null value but shows no NULL`);
+    }
+
+    // --- episode id lists ---
+    const details = await page.$$eval("details[id^='episodes-']", (ds) =>
+      ds.map((d) => ({ label: d.getAttribute("data-label"), ids: d.querySelectorAll("ol.ids li").length }))
+    );
+    summary.episode_lists = details.length;
+    if (details.length !== entries.length) fail(`${details.length} episode-id <details>, expected ${entries.length}`);
+    for (const e of entries) {
+      const d = details.find((x) => x.label === String(e.label));
+      const want = Array.isArray(e.episode_ids) ? e.episode_ids.length : 0;
+      if (d && want > 0 && d.ids !== want) fail(`episode list for ${JSON.stringify(e.label)} has ${d.ids} ids, expected ${want}`);
+    }
+
+    // --- value chart ---
+    const chart = await page.$("svg#chart-values");
+    if (!chart) fail("no svg#chart-values");
+    const points = await page.$$eval("svg#chart-values .point", (n) => n.length);
+    const whiskers = await page.$$eval("svg#chart-values .whisker", (n) => n.length);
+    const wantPoints = entries.filter((e) => isNum(e.value)).length;
+    const wantWhiskers = entries.filter((e) => isNum(e.lo) && isNum(e.hi)).length;
+    summary.points = points;
+    summary.whiskers = whiskers;
+    if (points !== wantPoints) fail(`chart has ${points} .point, expected ${wantPoints}`);
+    if (whiskers !== wantWhiskers) fail(`chart has ${whiskers} .whisker, expected ${wantWhiskers}`);
+
+    // --- evidence matrix ---
+    const matrix = await page.$("#evidence-matrix");
+    const wantMatrix = data.evidence_matrix !== null && data.evidence_matrix !== undefined;
+    summary.evidence_matrix = !!matrix;
+    if (!!matrix !== wantMatrix) fail(`#evidence-matrix ${matrix ? "present" : "absent"} but evidence_matrix is ${wantMatrix ? "non-null" : "null"}`);
+    if (matrix && wantMatrix && Array.isArray(data.evidence_matrix.levels)) {
+      const levelRows = await page.$$eval("#evidence-matrix tbody tr", (n) => n.length);
+      if (levelRows !== data.evidence_matrix.levels.length)
+        fail(`#evidence-matrix has ${levelRows} level rows, expected ${data.evidence_matrix.levels.length}`);
+    }
+
+    // --- revision curves ---
+    const series = Array.isArray(data.revision_curves) ? data.revision_curves : [];
+    summary.revision_series = series.length;
+    if (series.length) {
+      const cur = await page.$$eval("svg#revision-curves .curve-current", (n) => n.length);
+      const ever = await page.$$eval("svg#revision-curves .curve-ever", (n) => n.length);
+      summary.curves = { current: cur, ever };
+      if (cur !== series.length) fail(`#revision-curves has ${cur} .curve-current, expected ${series.length}`);
+      if (ever !== series.length) fail(`#revision-curves has ${ever} .curve-ever, expected ${series.length}`);
+    } else {
+      const body = await page.evaluate(() => document.body.innerText);
+      if (!body.includes("No oracle verdicts in this population.")) fail('no revision curves and no "No oracle verdicts in this population." sentence');
+      if (await page.$("svg#revision-curves")) fail("svg#revision-curves present although revision_curves is empty");
+    }
+
+    // --- no leaked undefined/NaN ---
+    const bodyText = await page.evaluate(() => document.body.innerText);
+    for (const bad of ["undefined", "NaN", "[object Object]"]) {
+      if (bodyText.includes(bad)) fail(`page text contains ${JSON.stringify(bad)}`);
+    }
+    if (/EPISTORE_LEADERBOARD_(TITLE|DATA)/.test(html.replace(/window\.EPISTORE_LEADERBOARD\b/g, "")))
+      fail("a template placeholder is still in the page");
+
+    // --- sorting by value ---
+    const valueOf = new Map(entries.map((e) => [String(e.label), isNum(e.value) ? e.value : null]));
+    const th = await findHeader(page, "value");
+    if (!th) {
+      fail('no "value" header in table#leaderboard');
+    } else {
+      await th.click();
+      const l1 = await rowLabels();
+      const s1 = await th.getAttribute("aria-sort");
+      const dir1 = orderDirection(l1.map((l) => valueOf.get(l)));
+      await th.click();
+      const l2 = await rowLabels();
+      const s2 = await th.getAttribute("aria-sort");
+      const dir2 = orderDirection(l2.map((l) => valueOf.get(l)));
+      summary.sort = { first: { aria_sort: s1, order: l1 }, second: { aria_sort: s2, order: l2 } };
+      const nonNull = entries.filter((e) => isNum(e.value)).length;
+      if (!dir1) fail(`after one click on "value" rows are not sorted by value (nulls last): ${JSON.stringify(l1)}`);
+      if (!dir2) fail(`after a second click on "value" rows are not sorted by value (nulls last): ${JSON.stringify(l2)}`);
+      const distinct = new Set(entries.filter((e) => isNum(e.value)).map((e) => e.value)).size;
+      if (dir1 && dir2 && distinct > 1 && dir1 === dir2) fail(`second click on "value" did not reverse the order (${dir1} both times)`);
+      const ariaWant = { asc: "ascending", desc: "descending" };
+      if (dir1 && distinct > 1 && s1 !== ariaWant[dir1]) fail(`aria-sort after first click is ${JSON.stringify(s1)}, rows are ${ariaWant[dir1]}`);
+      if (dir2 && distinct > 1 && s2 !== ariaWant[dir2]) fail(`aria-sort after second click is ${JSON.stringify(s2)}, rows are ${ariaWant[dir2]}`);
+      const others = await page.$$eval("table#leaderboard thead th[aria-sort]", (n) => n.length);
+      if (others !== 1) fail(`${others} header cells carry aria-sort, expected exactly 1`);
+      if (nonNull > 1 && l1.join() === l2.join() && distinct > 1) fail("sorting twice left the same order");
+      // the interaction itself must not have logged anything
+    }
+  }
+
+  await page.screenshot({ path: shotPath, fullPage: true });
+  await context.close();
+} catch (e) {
+  fail(`check crashed: ${e && e.stack ? e.stack : e}`);
+} finally {
+  if (browser) await browser.close().catch(() => {});
+}
+
+for (const m of consoleMessages) fail(`console ${m.type}: ${m.text}${m.url ? ` (${m.url}:${m.line})` : ""}`);
+for (const e of pageErrors) fail(`page error: ${e}`);
+for (const r of badRequests) fail(`request ${r.reason}: ${r.url}`);
+
+summary.console = consoleMessages;
+summary.page_errors = pageErrors;
+summary.bad_requests = badRequests;
+summary.failures = failures;
+summary.ok = failures.length === 0;
+process.stdout.write(JSON.stringify(summary, null, 2) + "\n");
+if (failures.length) {
+  process.stderr.write(`check_leaderboard: FAIL (${failures.length}):\n` + failures.map((f) => `  - ${f}\n`).join(""));
+  process.exit(1);
+}
+process.stderr.write("check_leaderboard: OK\n");
+
+// ---------- helpers ----------
+
+// Whether xs (numbers; null/undefined allowed only at the end) is non-decreasing.
+function monotone(xs, dir) {
+  let seenNull = false;
+  let prev = null;
+  for (const x of xs) {
+    const isNull = x === null || x === undefined;
+    if (isNull) { seenNull = true; continue; }
+    if (seenNull) return false;
+    if (prev !== null && (x - prev) * dir < 0) return false;
+    prev = x;
+  }
+  return true;
+}
+
+// "asc", "desc", or null; ties count as both (prefers "asc" only when strictly needed).
+function orderDirection(xs) {
+  const asc = monotone(xs, 1);
+  const desc = monotone(xs, -1);
+  if (asc && desc) return "asc"; // all equal or fewer than two values
+  if (asc) return "asc";
+  if (desc) return "desc";
+  return null;
+}
+
+async function findHeader(page, name) {
+  const byKey = await page.$(`table#leaderboard thead th[data-key="${name}"]`);
+  if (byKey) return byKey;
+  for (const th of await page.$$("table#leaderboard thead th")) {
+    const t = ((await th.textContent()) || "").trim().toLowerCase();
+    if (t === name) return th;
+  }
+  return null;
+}
