@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod dataset;
 mod ingest;
+mod leaderboard;
 mod properties;
 mod pushdown;
 mod rejections;

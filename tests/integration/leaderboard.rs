@@ -1,0 +1,236 @@
+//! Leaderboards, paired comparisons and intervals (metrics-v1 G) end to end: hand-worked
+//! tie groups, a golden seeded board, the SQL aggregate agreeing with `metrics --ci`,
+//! the four formats, and the HTML page in headless Chromium.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::util::{dataset, repo_root, text, write_package, TestStore};
+
+/// One package: model `model` on task `task` (its own cluster), accepted, with
+/// `correct` as given.
+fn package(dir: &Path, model: &str, task: &str, correct: bool) {
+    let name = format!("{model}-{task}");
+    let manifest = json!({
+        "format": "episode-package/1", "episode": format!("board/{name}"),
+        "model": {"name": model}, "harness": {"level": "H2"}, "task": {"id": task}, "seed": 1
+    });
+    let outcome = json!({
+        "label": if correct { "unverified_success" } else { "failed" },
+        "correct": correct, "admission": "accepted"
+    });
+    let files = BTreeMap::from([
+        ("manifest.json".to_string(), manifest.to_string().into_bytes()),
+        ("outcome.json".to_string(), outcome.to_string().into_bytes()),
+    ]);
+    write_package(&dir.join(name), &files);
+}
+
+fn board(store: &TestStore, args: &[&str]) -> Value {
+    let mut all = vec!["leaderboard", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = store.run(&all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Models alpha and beta are right on every task, gamma on none; one task per cluster.
+/// Worked by hand:
+/// - alpha and beta tie at 1.0 (alphabetical order); beta - alpha is 0 on every
+///   cluster, so every sign pattern reaches |0|: p = 1.
+/// - beta - gamma is 1 on each of the 7 clusters: only the all-plus and all-minus
+///   patterns reach |7|, p = 2/128 = 0.015625, exact.
+/// - Holm over the family {1, 0.015625}: 0.015625 * 2 = 0.03125; 1 * 1 = 1.
+///   0.03125 < 0.05, so gamma starts group 2.
+/// - With 6 clusters (where task <> 't7'): p = 2/64 = 0.03125, Holm 0.0625 >= 0.05:
+///   all three share group 1 (six clusters cannot separate them after adjustment).
+#[test]
+fn tie_groups_and_holm_worked_by_hand() {
+    let store = TestStore::new();
+    let packages = store.dir.path().join("packages");
+    for t in 1..=7 {
+        let task = format!("t{t}");
+        package(&packages, "alpha", &task, true);
+        package(&packages, "beta", &task, true);
+        package(&packages, "gamma", &task, false);
+    }
+    assert!(store.ingest(&[&packages]).status.success());
+
+    let b = board(&store, &["--metric", "sound_completion", "--replicates", "200"]);
+    let entries = b["entries"].as_array().unwrap();
+    let labels: Vec<&str> = entries.iter().map(|e| e["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["alpha", "beta", "gamma"]);
+    let groups: Vec<i64> = entries.iter().map(|e| e["tie_group"].as_i64().unwrap()).collect();
+    assert_eq!(groups, [1, 1, 2]);
+    assert_eq!(entries[1]["vs_above"]["p"], json!(1.0));
+    assert_eq!(entries[1]["vs_above"]["p_holm"], json!(1.0));
+    assert_eq!(entries[2]["vs_above"]["p"], json!(0.015625));
+    assert_eq!(entries[2]["vs_above"]["p_holm"], json!(0.03125));
+    assert_eq!(entries[2]["vs_above"]["mean_difference"], json!(1.0));
+    assert_eq!(entries[2]["vs_above"]["exact"], json!(true));
+    assert_eq!(b["comparison"]["family"], json!(2));
+    // Every cluster agrees, so every replicate does: the interval is the point.
+    assert_eq!((entries[0]["lo"].clone(), entries[0]["hi"].clone()), (json!(1.0), json!(1.0)));
+    assert_eq!(entries[2]["value"], json!(0.0));
+    assert_eq!(entries[0]["episode_ids"].as_array().unwrap().len(), 7);
+    assert_eq!(entries[0]["clusters"], json!(7));
+
+    let six = board(&store, &["--metric", "sound_completion", "--replicates", "200", "--where", "task <> 't7'"]);
+    let groups: Vec<i64> = six["entries"].as_array().unwrap().iter().map(|e| e["tie_group"].as_i64().unwrap()).collect();
+    assert_eq!(groups, [1, 1, 1]);
+    assert_eq!(six["entries"][2]["vs_above"]["p_holm"], json!(0.0625));
+
+    // A lower-is-better metric ranks the other way: unsafe_completion is 1 for gamma.
+    let risk = board(&store, &["--metric", "unsafe_completion", "--replicates", "200"]);
+    assert_eq!(risk["direction"], json!("lower"));
+    assert_eq!(risk["entries"][2]["label"], json!("gamma"));
+
+    // compare: all three pairs, Holm over a family of three.
+    let out = store.run(&["compare", "--metric", "sound_completion", "--format", "json", "--replicates", "200"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pairs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pairs.len(), 3);
+    let alpha_gamma = pairs.iter().find(|p| p["a"] == "alpha" && p["b"] == "gamma").unwrap();
+    // p-values {1, 0.015625, 0.015625}: Holm gives 0.046875 to both small ones.
+    assert_eq!(alpha_gamma["p_holm"], json!(0.046875));
+}
+
+fn synthetic_store(episodes: &str) -> TestStore {
+    let store = TestStore::new();
+    let pop = store.dir.path().join("pop");
+    let out = store.run(&[
+        "synth", "--episodes", episodes, "--out", pop.to_str().unwrap(), "--seed", "7", "--output-scale", "0.05", "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(store.ingest(&[&pop]).status.success());
+    store
+}
+
+/// Golden output of a seeded bootstrap on a small synthetic population: the same seed
+/// must give the same board byte for byte. `EPISTORE_GOLDEN_UPDATE=1` rewrites it.
+#[test]
+fn seeded_leaderboard_matches_its_golden_file() {
+    let store = synthetic_store("120");
+    let args = ["leaderboard", "--metric", "avs_rate", "--by", "harness_level", "--format", "json", "--replicates", "500", "--seed", "3"];
+    let out = store.run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let again = store.run(&args);
+    assert_eq!(out.stdout, again.stdout, "the same seed gave another board");
+
+    let mut value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    value["generated_by"] = json!("epistore");
+    let produced = serde_json::to_string_pretty(&value).unwrap() + "\n";
+    let golden = repo_root().join("tests/golden/leaderboard_avs_rate_by_level.json");
+    if std::env::var_os("EPISTORE_GOLDEN_UPDATE").is_some() {
+        std::fs::write(&golden, &produced).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden).expect("golden file (EPISTORE_GOLDEN_UPDATE=1 writes it)");
+    assert!(produced == expected, "board differs from {}; rerun with EPISTORE_GOLDEN_UPDATE=1 if intended", golden.display());
+
+    // The harness ladder: more evidence at higher levels.
+    let matrix = &value["evidence_matrix"];
+    assert_eq!(matrix["levels"], json!(["H0", "H1", "H2", "H3"]));
+    let verification = matrix["artifacts"].as_array().unwrap().iter().position(|a| a == "verification").unwrap();
+    let share = |level: usize| matrix["share"][level][verification].as_f64().unwrap();
+    assert!(share(3) > share(0), "{matrix}");
+}
+
+/// The SQL aggregate and `metrics --ci` draw the same replicates from the same seed
+/// over the same clusters, so they print the same interval.
+#[test]
+fn cluster_ci_in_sql_agrees_with_metrics_ci() {
+    let store = synthetic_store("80");
+    let out = store.run(&["metrics", "--ci", "--by", "model", "--format", "json", "--replicates", "300", "--seed", "11"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cli: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let sql = store.sql(
+        "SELECT model, cluster_ci(accepted_correct, correct_known, \"cluster\", 300, 11) AS ci \
+         FROM episode_facts GROUP BY model ORDER BY model",
+    );
+    assert!(!sql.is_empty());
+    for row in &sql {
+        let model = row["model"].as_str().unwrap();
+        let cli_row = cli.iter().find(|r| r["model"] == model && r["metric"] == "sound_completion").unwrap();
+        for (field, cli_field) in [("estimate", "value"), ("lo", "lo"), ("hi", "hi")] {
+            assert_eq!(row["ci"][field], cli_row[cli_field], "{model} {field}");
+        }
+        assert_eq!(row["ci"]["replicates_used"].as_i64().unwrap() + row["ci"]["replicates_dropped"].as_i64().unwrap(), 300);
+    }
+    // Every metric of sections A-F has intervals with --all.
+    let out = store.run(&["metrics", "--ci", "--all", "--by", "", "--format", "json", "--replicates", "50"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for metric in ["avs_rate", "label_share:failed", "posture_share:current", "repair_rate", "verifier_accuracy", "phi", "top3_any", "mean_score"] {
+        assert!(rows.iter().any(|r| r["metric"] == metric), "no interval for {metric}");
+    }
+}
+
+/// The four formats on the bundled dataset, written atomically to --out.
+#[test]
+fn leaderboard_formats_on_the_bundled_dataset() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let dir = store.dir.path();
+    for format in ["md", "html", "json", "csv"] {
+        let path = dir.join(format!("board.{format}"));
+        let out = store.run(&["leaderboard", "--metric", "avs_rate", "--by", "harness_level", "--format", format, "--out", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        let body = std::fs::read_to_string(&path).unwrap();
+        match format {
+            "md" => assert!(body.contains("| 1 | H3 | 1.000 | [1.000, 1.000] |"), "{body}"),
+            "html" => {
+                assert!(!body.contains("EPISTORE_LEADERBOARD_DATA") && !body.contains("EPISTORE_LEADERBOARD_TITLE"));
+                assert!(body.contains("\"schema\":\"epistore-leaderboard/1\""));
+                // The only URL allowed is the SVG namespace name, which is never fetched.
+                let page = body.replace("http://www.w3.org/2000/svg", "");
+                assert!(!page.contains("http://") && !page.contains("https://"), "the page must not reach the network");
+            }
+            "json" => {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                assert_eq!(v["entries"].as_array().unwrap().len(), 4);
+            }
+            _ => assert_eq!(body.lines().count(), 5, "{body}"),
+        }
+    }
+    let out = store.run(&["leaderboard", "--metric", "no_such_metric"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown metric `no_such_metric`"), "{}", text(&out.stderr));
+}
+
+/// The HTML page in headless Chromium: loads without console errors or network
+/// requests, has the table, the interval chart, the evidence matrix and the revision
+/// curves, sorts on click, and leaves a screenshot in target/. Needs Chromium and
+/// playwright-core (`.ci/run` installs both and sets EPISTORE_REQUIRE_BROWSER=1, so
+/// CI fails rather than skips when they are missing).
+#[test]
+fn leaderboard_page_renders_in_headless_chromium() {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let playwright = std::env::var("PLAYWRIGHT_CORE").ok();
+    let required = std::env::var_os("EPISTORE_REQUIRE_BROWSER").is_some();
+    if !Path::new(&chromium).exists() || playwright.is_none() {
+        assert!(!required, "EPISTORE_REQUIRE_BROWSER is set but Chromium ({chromium}) or PLAYWRIGHT_CORE is missing");
+        eprintln!("skipped: no Chromium at {chromium} or PLAYWRIGHT_CORE unset");
+        return;
+    }
+    let store = synthetic_store("200");
+    let page = store.dir.path().join("board.html");
+    let out = store.run(&["leaderboard", "--metric", "sound_completion", "--format", "html", "--out", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let screenshot = repo_root().join("target/leaderboard-screenshot.png");
+    let check = std::process::Command::new("node")
+        .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
+        .arg(&page)
+        .arg(&screenshot)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
+    let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(summary["ok"], json!(true));
+    assert_eq!(summary["rows"], json!(4));
+    assert_eq!(summary["console"], json!([]));
+    assert!(summary["revision_series"].as_u64().unwrap() > 0);
+    assert!(std::fs::metadata(&screenshot).unwrap().len() > 10_000);
+}
