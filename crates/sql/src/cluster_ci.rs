@@ -67,7 +67,7 @@ impl AggregateUDFImpl for ClusterCi {
     }
 
     fn accumulator(&self, _args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
-        Ok(Box::new(ClusterCiAccumulator { clusters: BTreeMap::new(), settings: Bootstrap::default() }))
+        Ok(Box::new(ClusterCiAccumulator { clusters: BTreeMap::new(), replicates: None, seed: None }))
     }
 
     fn state_fields(&self, _args: StateFieldsArgs) -> DfResult<Vec<FieldRef>> {
@@ -88,7 +88,10 @@ impl AggregateUDFImpl for ClusterCi {
 struct ClusterCiAccumulator {
     /// cluster -> (sum of numerators, sum of denominators)
     clusters: BTreeMap<String, (f64, f64)>,
-    settings: Bootstrap,
+    /// Given in the call (or in a partial state); `None` until a row says so, so that a
+    /// partition without rows does not pass the defaults on as if they were chosen.
+    replicates: Option<usize>,
+    seed: Option<u64>,
 }
 
 fn as_f64(a: &ArrayRef) -> DfResult<Float64Array> {
@@ -104,6 +107,15 @@ fn as_i64(a: &ArrayRef) -> DfResult<Int64Array> {
 }
 
 impl ClusterCiAccumulator {
+    fn settings(&self) -> Bootstrap {
+        let default = Bootstrap::default();
+        Bootstrap {
+            replicates: self.replicates.unwrap_or(default.replicates),
+            seed: self.seed.unwrap_or(default.seed),
+            ..default
+        }
+    }
+
     fn add(&mut self, cluster: &str, num: f64, den: f64) {
         let entry = self.clusters.entry(cluster.to_string()).or_insert((0.0, 0.0));
         entry.0 += num;
@@ -117,10 +129,10 @@ impl ClusterCiAccumulator {
             if b < 1 {
                 return exec_err!("cluster_ci: replicates must be at least 1 (got {b})");
             }
-            self.settings.replicates = b as usize;
+            self.replicates = Some(b as usize);
         }
         if let Some(s) = seed.iter().flatten().next() {
-            self.settings.seed = s as u64;
+            self.seed = Some(s as u64);
         }
         Ok(())
     }
@@ -146,7 +158,8 @@ impl Accumulator for ClusterCiAccumulator {
 
     fn evaluate(&mut self) -> DfResult<ScalarValue> {
         let sums: Vec<Vec<f64>> = self.clusters.values().map(|&(n, d)| vec![n, d]).collect();
-        let interval = cluster_bootstrap(&sums, |t| (t[1] != 0.0).then(|| t[0] / t[1]), &self.settings)
+        let settings = self.settings();
+        let interval = cluster_bootstrap(&sums, |t| (t[1] != 0.0).then(|| t[0] / t[1]), &settings)
             .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
         let f = |v: Option<f64>| Arc::new(Float64Array::from(vec![v])) as ArrayRef;
         let i = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
@@ -159,7 +172,7 @@ impl Accumulator for ClusterCiAccumulator {
                 i(interval.used as i64),
                 i(interval.dropped as i64),
                 i(sums.len() as i64),
-                i(self.settings.seed as i64),
+                i(settings.seed as i64),
             ],
             None,
         )?;
@@ -178,8 +191,8 @@ impl Accumulator for ClusterCiAccumulator {
             ScalarValue::List(ScalarValue::new_list_nullable(&clusters, &DataType::Utf8)),
             ScalarValue::List(ScalarValue::new_list_nullable(&nums, &DataType::Float64)),
             ScalarValue::List(ScalarValue::new_list_nullable(&dens, &DataType::Float64)),
-            ScalarValue::Int64(Some(self.settings.replicates as i64)),
-            ScalarValue::Int64(Some(self.settings.seed as i64)),
+            ScalarValue::Int64(self.replicates.map(|b| b as i64)),
+            ScalarValue::Int64(self.seed.map(|s| s as i64)),
         ])
     }
 
