@@ -162,7 +162,7 @@ fn cluster_ci_in_sql_agrees_with_metrics_ci() {
     let out = store.run(&["metrics", "--ci", "--all", "--by", "", "--format", "json", "--replicates", "50"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    for metric in ["avs_rate", "label_share:failed", "posture_share:current", "repair_rate", "verifier_accuracy", "phi", "top3_any", "mean_score"] {
+    for metric in ["avs_rate", "label_share:failed", "posture_share:current", "repair_rate", "current_correctness", "lost_correctness", "verifier_accuracy", "phi", "top3_any", "mean_score"] {
         assert!(rows.iter().any(|r| r["metric"] == metric), "no interval for {metric}");
     }
 }

@@ -193,7 +193,7 @@ async fn entry_episodes(
     let sql = format!(
         "SELECT {} FROM ({}) AS rows{}{group}",
         select.join(", "),
-        family.source,
+        family.source_sql(keys, filter),
         filter_clause(filter, "WHERE")
     );
     let mut out = BTreeMap::new();
@@ -258,16 +258,12 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
          FROM held GROUP BY entry, t ORDER BY entry, t",
         filter_clause(filter, "WHERE")
     );
-    let mut curves: Vec<Curve> = vec![];
+    let mut curves: BTreeMap<String, Vec<CurvePoint>> = BTreeMap::new();
     for batch in engine.query(&sql).await? {
         let (entry, t, n) = (strings(&batch, 0)?, ints(&batch, 1)?, ints(&batch, 2)?);
         let (current, ever) = (floats(&batch, 3)?, floats(&batch, 4)?);
         for row in 0..batch.num_rows() {
-            let label = entry.value(row).to_string();
-            if curves.last().is_none_or(|c| c.label != label) {
-                curves.push(Curve { label: label.clone(), points: vec![] });
-            }
-            curves.last_mut().expect("pushed").points.push(CurvePoint {
+            curves.entry(entry.value(row).to_string()).or_default().push(CurvePoint {
                 revision: t.value(row),
                 n: n.value(row),
                 current_correctness: opt(&current, row),
@@ -275,6 +271,14 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
             });
         }
     }
+    // Batches from several partitions arrive in any order.
+    let curves: Vec<Curve> = curves
+        .into_iter()
+        .map(|(label, mut points)| {
+            points.sort_by_key(|p| p.revision);
+            Curve { label, points }
+        })
+        .collect();
     Ok(curves)
 }
 

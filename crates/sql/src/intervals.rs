@@ -35,6 +35,8 @@ pub enum Formula {
     ExcessJoint { n11: usize, n10: usize, n01: usize, n0: usize },
     /// The phi coefficient of the 2x2 table; NULL when n0 = 0 or its denominator is 0.
     Phi { n11: usize, n10: usize, n01: usize, n00: usize },
+    /// `inner`, but NULL when the `gate` component is 0.
+    Gated { inner: Box<Formula>, gate: usize },
 }
 
 impl Formula {
@@ -50,6 +52,7 @@ impl Formula {
                 let denominator = ((a + b) * (c + d) * (a + c) * (b + d)).sqrt();
                 (a + b + c + d != 0.0 && denominator != 0.0).then(|| (a * d - b * c) / denominator)
             }
+            Formula::Gated { ref inner, gate } => (t[gate] != 0.0).then(|| inner.evaluate(t)).flatten(),
         }
     }
 
@@ -59,6 +62,7 @@ impl Formula {
             Formula::Ratio { den, .. } => den,
             Formula::ExcessJoint { n0, .. } => n0,
             Formula::Phi { n11, .. } => n11,
+            Formula::Gated { ref inner, .. } => inner.denominator(),
         }
     }
 }
@@ -81,10 +85,58 @@ pub struct Family {
     /// Keys every entry of this family has beside the chosen cell keys (`verifier`).
     pub own_keys: &'static [&'static str],
     /// SQL yielding one row per counted unit with the cell keys, `cluster`,
-    /// `episode_id`, the own keys and the components.
+    /// `episode_id`, the own keys and the components (empty for
+    /// `revision_correctness`, whose rows depend on the grouping: see
+    /// [`Family::source_sql`]).
     pub source: String,
     pub components: Vec<String>,
     pub metrics: Vec<Metric>,
+}
+
+impl Family {
+    /// The row source for entries grouped by `keys`, over the episodes matching `filter`.
+    ///
+    /// Correctness over revisions holds each episode's verdict up to the *group's*
+    /// largest evaluated revision (metrics-v1 D), so its rows (episode x revision t)
+    /// depend on the grouping: they are built here per grouping, with `reaches` = 1 when
+    /// the episode itself was evaluated at t or later. A replicate in which no episode
+    /// reaches t has no row at t in the view, so its metric there is undefined
+    /// ([`Formula::Gated`]).
+    pub fn source_sql(&self, keys: &[&str], filter: Option<&str>) -> String {
+        if self.view != "revision_correctness" {
+            return self.source.clone();
+        }
+        let quoted: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
+        let (select_keys, group_keys) = if keys.is_empty() {
+            (String::new(), String::new())
+        } else {
+            (format!("{}, ", quoted.join(", ")), format!(" GROUP BY {}", quoted.join(", ")))
+        };
+        let join_keys: Vec<String> = quoted.iter().map(|k| format!("v.{k} = r.{k}")).collect();
+        let on = if join_keys.is_empty() { String::new() } else { format!("{} AND ", join_keys.join(" AND ")) };
+        let r_keys: String = quoted.iter().map(|k| format!("r.{k}, ")).collect();
+        let filter = filter
+            .map(|f| format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
+            .unwrap_or_default();
+        format!(
+            "WITH
+             v AS (SELECT * FROM oracle_verdicts{filter}),
+             span AS (SELECT {select_keys}max(revision) AS last_revision FROM v{group_keys}),
+             own AS (SELECT episode_id, max(revision) AS own_last FROM v GROUP BY episode_id),
+             revisions AS (SELECT {select_keys}unnest(range(0, last_revision + 1)) AS t FROM span),
+             held AS (
+                 SELECT {r_keys}r.t, v.episode_id,
+                        last_value(v.y ORDER BY v.revision) AS y_t, max(v.y) AS ever
+                 FROM revisions r JOIN v ON {on}v.revision <= r.t
+                 GROUP BY {r_keys}r.t, v.episode_id)
+             SELECT e.model, e.harness_level, e.task, e.\"cluster\", h.episode_id, h.t AS revision,
+                    1 AS kept, h.y_t AS correct_now, h.ever AS correct_ever, h.ever - h.y_t AS correct_lost,
+                    CASE WHEN o.own_last >= h.t THEN 1 ELSE 0 END AS reaches
+             FROM held h
+             JOIN episodes e ON e.episode_id = h.episode_id
+             JOIN own o ON o.episode_id = h.episode_id"
+        )
+    }
 }
 
 /// Metrics where a smaller value is the better one.
@@ -99,6 +151,7 @@ const LOWER_IS_BETTER: &[&str] = &[
     "budget_exhaustion",
     "regression_from_correct",
     "regression_rate",
+    "lost_correctness",
     "verifier_risk",
     "false_accept_rate",
     "joint_false_accept",
@@ -171,6 +224,17 @@ pub fn families() -> &'static [Family] {
         transitions.ratio("repair_rate", &["repaired"], "pairs_from_wrong");
         transitions.ratio("regression_rate", &["regressed"], "pairs_from_correct");
         out.push(transitions.family);
+
+        // Correctness over revisions: one entry per (keys, revision t).
+        let mut curves = FamilyBuilder::new("revision_correctness", &["revision"], String::new());
+        let reaches = curves.component("reaches");
+        for (name, num) in
+            [("current_correctness", "correct_now"), ("ever_correct", "correct_ever"), ("lost_correctness", "correct_lost")]
+        {
+            let inner = Formula::Ratio { num: vec![curves.component(num)], den: curves.component("kept") };
+            curves.metric(name, Formula::Gated { inner: Box::new(inner), gate: reaches }, format!("{num} / kept"));
+        }
+        out.push(curves.family);
 
         let mut verifiers = FamilyBuilder::new(
             "verifier_stats",
@@ -312,6 +376,7 @@ impl Engine {
         let group_names: Vec<String> = keys.iter().chain(family.own_keys).map(|k| format!("\"{k}\"")).collect();
         let sums: Vec<String> =
             family.components.iter().map(|c| format!("CAST(sum(\"{c}\") AS DOUBLE) AS \"{c}\"")).collect();
+        let source = family.source_sql(keys, filter);
         let filter = filter
             .map(|f| format!("\nWHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
             .unwrap_or_default();
@@ -323,7 +388,7 @@ impl Engine {
         Ok(format!(
             "SELECT {}\nFROM ({}) AS rows{filter}\nGROUP BY {}\nORDER BY {}",
             select.join(", "),
-            family.source,
+            source,
             by.join(", "),
             by.join(", ")
         ))
