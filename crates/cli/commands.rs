@@ -15,7 +15,7 @@ use epistore_store::{IngestOptions, PackageOutcome, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
-use crate::{Better, BoardFormat, BootstrapArgs, OutputFormat};
+use crate::{Better, BoardFormat, BootstrapArgs, ExportFormatArg, OutputFormat};
 
 /// An error and its causes on one line, skipping causes whose text an earlier part
 /// already says (DataFusion errors repeat their sources in their own message).
@@ -607,6 +607,67 @@ pub fn compare(store_dir: &Path, spec: &epistore_leaderboard::Spec, format: Outp
             comparisons.len(),
             spec.bootstrap.replicates,
             spec.bootstrap.seed
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn export(
+    store_dir: &Path,
+    table: Option<String>,
+    query: Option<String>,
+    all: bool,
+    format: ExportFormatArg,
+    out: &Path,
+    partition_by: Option<&str>,
+    quiet: bool,
+) -> Result<ExitCode> {
+    use epistore_sql::export::ExportFormat;
+    let format = match format {
+        ExportFormatArg::Arrow => ExportFormat::Arrow,
+        ExportFormatArg::Parquet => ExportFormat::Parquet,
+        ExportFormatArg::Csv => ExportFormat::Csv,
+        ExportFormatArg::Jsonl => ExportFormat::Jsonl,
+    };
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let started = Instant::now();
+    let written = runtime.block_on(async {
+        let engine = Engine::open(&store).await?;
+        if all {
+            if format != ExportFormat::Parquet {
+                anyhow::bail!("--all writes a Parquet dataset; drop --format or use --format parquet");
+            }
+            let keys = split_keys(partition_by.unwrap_or("model,harness_level"));
+            let bar = progress_bar(quiet, epistore_sql::export::exportable().len() as u64, "tables");
+            let written = engine
+                .export_all(out, &keys, &|name| {
+                    bar.set_message(name.to_string());
+                    bar.inc(1);
+                })
+                .await?;
+            bar.finish_and_clear();
+            Ok(written)
+        } else {
+            let keys = split_keys(partition_by.unwrap_or(""));
+            let (name, sql) = match (table, query) {
+                (Some(t), _) => (t.clone(), format!("SELECT * FROM \"{}\"", t.replace('"', "\"\""))),
+                (None, Some(q)) => ("query".to_string(), q),
+                _ => unreachable!("clap requires one of --table, --query, --all"),
+            };
+            Ok(vec![engine.export_query(&name, &sql, format, out, &keys).await?])
+        }
+    })?;
+    let rows: u64 = written.iter().map(|w| w.rows).sum();
+    let files: usize = written.iter().map(|w| w.files).sum();
+    if !quiet {
+        eprintln!(
+            "wrote {} ({} {}, {rows} rows, {files} files) in {:.2} s",
+            out.display(),
+            written.len(),
+            if written.len() == 1 { "table" } else { "tables" },
+            started.elapsed().as_secs_f64()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -16,6 +16,8 @@ Examples:
   epistore sql --format json \"SELECT * FROM episodes\" # NULL stays null
   epistore metrics --by model,harness_level          # the headline metrics, pooled
   epistore metrics --by model --ci                   # with task-cluster bootstrap intervals
+  epistore export --table episodes --format parquet --out episodes.parquet
+  epistore export --all --out export/                # every table and view, hive-partitioned
   epistore leaderboard --metric avs_rate --format html --out board.html
   epistore compare --metric sound_completion --by model   # paired tests, Holm-adjusted
   epistore sql \"SELECT * FROM cell_metrics\"          # every metric per cell
@@ -114,6 +116,37 @@ enum Command {
         bootstrap: BootstrapArgs,
         #[arg(long, value_enum, default_value = "table")]
         format: OutputFormat,
+    },
+    /// Write a table, a view, a query result or everything as files for notebooks and
+    /// other engines (Arrow IPC, Parquet, CSV, JSON Lines).
+    ///
+    /// Streams (memory does not grow with the result), keeps nested and typed columns
+    /// (CSV carries nested values as JSON text), records the schema version and the store
+    /// snapshot in the file metadata (a `.epistore.json` sidecar for CSV and JSON Lines),
+    /// writes beside the target and renames, and never overwrites.
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "query", "all"])))]
+    Export {
+        /// A table or view (`epistore sql "SHOW TABLES"` lists them).
+        #[arg(long)]
+        table: Option<String>,
+        /// A read-only SQL query.
+        #[arg(long)]
+        query: Option<String>,
+        /// Every table and view as a hive-partitioned Parquet dataset with a manifest.
+        #[arg(long)]
+        all: bool,
+        #[arg(long, value_enum, default_value = "parquet")]
+        format: ExportFormatArg,
+        /// The file (or, partitioned and --all, the directory) to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Comma-separated columns: one `column=value/` directory level each.
+        /// --all defaults to model,harness_level (for the tables that have them).
+        #[arg(long)]
+        partition_by: Option<String>,
+        /// No progress on standard error.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Rank entries on one metric with intervals, paired tests and tie groups.
     ///
@@ -236,6 +269,14 @@ pub enum BoardFormat {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExportFormatArg {
+    Arrow,
+    Parquet,
+    Csv,
+    Jsonl,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Better {
     Higher,
     Lower,
@@ -252,6 +293,9 @@ fn main() -> ExitCode {
             } else {
                 commands::metrics(&cli.store, &by, filter.as_deref(), all, show_sql, format)
             }
+        }
+        Command::Export { table, query, all, format, out, partition_by, quiet } => {
+            commands::export(&cli.store, table, query, all, format, &out, partition_by.as_deref(), quiet)
         }
         Command::Leaderboard { metric, by, filter, format, out, better, alpha, bootstrap } => {
             let spec = commands::board_spec(metric, &by, filter, &bootstrap, alpha, better);

@@ -7,6 +7,7 @@
 mod cluster_ci;
 pub mod columnar;
 mod error;
+pub mod export;
 pub mod intervals;
 mod output;
 mod provider;
