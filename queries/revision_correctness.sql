@@ -4,25 +4,27 @@
 -- is held until changed, also past the episode's own final revision, up to the cell's
 -- largest evaluated revision. Episodes with no evaluated revision <= t are left out at
 -- t; `n` counts those kept. Revisions where no episode is kept give no row.
+--
+-- Written without a per-cell GROUP BY feeding a join: DataFusion 55 carries a grouped
+-- side's uniqueness through a join that multiplies its rows, and then drops `t` from
+-- the final GROUP BY when a query reads few columns (count(*) over this view came out
+-- short). Each verdict carries its cell's last evaluated revision (a window) instead.
 WITH
-cell_span AS (
-    SELECT model, harness_level, task, max(revision) AS last_revision
+verdicts AS (
+    SELECT model, harness_level, task, episode_id, revision, y,
+           max(revision) OVER (PARTITION BY model, harness_level, task) AS cell_last
     FROM oracle_verdicts
-    GROUP BY model, harness_level, task
 ),
-revisions AS (
-    SELECT model, harness_level, task, unnest(range(0, last_revision + 1)) AS t
-    FROM cell_span
+revision_numbers AS (
+    SELECT unnest(range(0, (SELECT max(revision) + 1 FROM oracle_verdicts))) AS t
 ),
 held AS (
-    SELECT r.model, r.harness_level, r.task, r.t, v.episode_id,
+    SELECT v.model, v.harness_level, v.task, r.t, v.episode_id,
            last_value(v.y ORDER BY v.revision) AS y_t,
            max(v.y) AS ever
-    FROM revisions r
-    JOIN oracle_verdicts v
-      ON v.model = r.model AND v.harness_level = r.harness_level AND v.task = r.task
-     AND v.revision <= r.t
-    GROUP BY r.model, r.harness_level, r.task, r.t, v.episode_id
+    FROM verdicts v
+    JOIN revision_numbers r ON v.revision <= r.t AND r.t <= v.cell_last
+    GROUP BY v.model, v.harness_level, v.task, r.t, v.episode_id
 )
 SELECT model, harness_level, task, t AS revision,
        count(*) AS n,

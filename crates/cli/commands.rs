@@ -672,3 +672,38 @@ pub fn export(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+pub fn serve(
+    store_dir: &Path,
+    addr: std::net::SocketAddr,
+    token: Option<String>,
+    memory_limit_mib: usize,
+    query_timeout_secs: u64,
+) -> Result<ExitCode> {
+    use std::io::Write;
+    let settings = epistore_server::Settings {
+        addr,
+        token: token.filter(|t| !t.is_empty()),
+        memory_limit: memory_limit_mib << 20,
+        query_timeout: std::time::Duration::from_secs(query_timeout_secs),
+    };
+    // Refuse before touching the store: the refusal is about the command line.
+    if settings.token.is_none() && !addr.ip().is_loopback() {
+        anyhow::bail!("refusing to serve on {addr} without --token: only loopback addresses may go without one");
+    }
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(epistore_server::serve(
+        store,
+        settings,
+        |local| {
+            // Scripts wait for this line (and read the port from it when asked for 0).
+            println!("listening on grpc://{local}");
+            let _ = std::io::stdout().flush();
+        },
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        },
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

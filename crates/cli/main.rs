@@ -18,6 +18,7 @@ Examples:
   epistore metrics --by model --ci                   # with task-cluster bootstrap intervals
   epistore export --table episodes --format parquet --out episodes.parquet
   epistore export --all --out export/                # every table and view, hive-partitioned
+  epistore serve --addr 127.0.0.1:50051              # Arrow Flight SQL for notebooks (ADBC)
   epistore leaderboard --metric avs_rate --format html --out board.html
   epistore compare --metric sound_completion --by model   # paired tests, Holm-adjusted
   epistore sql \"SELECT * FROM cell_metrics\"          # every metric per cell
@@ -147,6 +148,26 @@ enum Command {
         /// No progress on standard error.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Serve the store over Arrow Flight SQL (read-only), for notebooks and BI tools.
+    ///
+    /// Bound to loopback unless told otherwise; a token is required for any other
+    /// address. Clients send `authorization: Bearer TOKEN` (ADBC:
+    /// db_kwargs={"adbc.flight.sql.authorization_header": "Bearer TOKEN"}). Prints
+    /// `listening on grpc://ADDR` once ready; stops on Ctrl-C.
+    Serve {
+        /// Address to bind; port 0 picks a free port (printed).
+        #[arg(long, default_value = "127.0.0.1:50051")]
+        addr: std::net::SocketAddr,
+        /// Token clients must present.
+        #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Memory one query may use, in MiB (operators spill or fail beyond it).
+        #[arg(long, default_value_t = 2048)]
+        memory_limit_mib: usize,
+        /// Time one query may take, in seconds (planning and streaming).
+        #[arg(long, default_value_t = 300)]
+        query_timeout_secs: u64,
     },
     /// Rank entries on one metric with intervals, paired tests and tie groups.
     ///
@@ -284,6 +305,16 @@ pub enum Better {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `epistore sql ... | head` should end quietly when `head` closes the pipe, as other
+    // Unix tools do, not panic on the failed print. Not for `serve`, whose sockets must
+    // never kill the process.
+    #[cfg(unix)]
+    if !matches!(cli.command, Command::Serve { .. }) {
+        // SAFETY: called once at start, before any thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.command {
         Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
         Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
@@ -296,6 +327,9 @@ fn main() -> ExitCode {
         }
         Command::Export { table, query, all, format, out, partition_by, quiet } => {
             commands::export(&cli.store, table, query, all, format, &out, partition_by.as_deref(), quiet)
+        }
+        Command::Serve { addr, token, memory_limit_mib, query_timeout_secs } => {
+            commands::serve(&cli.store, addr, token, memory_limit_mib, query_timeout_secs)
         }
         Command::Leaderboard { metric, by, filter, format, out, better, alpha, bootstrap } => {
             let spec = commands::board_spec(metric, &by, filter, &bootstrap, alpha, better);

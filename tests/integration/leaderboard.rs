@@ -234,3 +234,21 @@ fn leaderboard_page_renders_in_headless_chromium() {
     assert!(summary["revision_series"].as_u64().unwrap() > 0);
     assert!(std::fs::metadata(&screenshot).unwrap().len() > 10_000);
 }
+
+/// Every shipped view returns as many rows to `count(*)` as to `SELECT *`, and a
+/// query reading one column sees them all too. (DataFusion 55 once dropped rows of
+/// revision_correctness when a query read no column of its revision list.)
+#[test]
+fn every_view_counts_the_rows_it_returns() {
+    let store = synthetic_store("150");
+    for (view, _) in epistore_sql::views::VIEWS {
+        let all = store.sql(&format!("SELECT * FROM {view}")).len() as i64;
+        let counted = store.sql(&format!("SELECT count(*) AS c FROM {view}"))[0]["c"].as_i64().unwrap();
+        assert_eq!(counted, all, "{view}: count(*) {counted}, SELECT * {all} rows");
+        let first = store.sql(&format!("SELECT * FROM {view} LIMIT 1"));
+        if let Some(column) = first.first().and_then(|r| r.as_object()).and_then(|o| o.keys().next().cloned()) {
+            let one = store.sql(&format!("SELECT count(*) AS c FROM (SELECT \"{column}\" FROM {view})"))[0]["c"].as_i64().unwrap();
+            assert_eq!(one, all, "{view}: reading only `{column}` saw {one} of {all} rows");
+        }
+    }
+}

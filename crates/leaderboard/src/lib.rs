@@ -244,16 +244,18 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
     } else {
         format!("concat_ws(' / ', {})", keys.iter().map(|k| format!("CAST(\"{k}\" AS VARCHAR)")).collect::<Vec<_>>().join(", "))
     };
+    // As queries/revision_correctness.sql, with the entry for the cell: each verdict
+    // carries its entry's last evaluated revision (a window; see there for why).
     let sql = format!(
         "WITH
          verdicts AS (SELECT {label} AS entry, episode_id, revision, y FROM oracle_verdicts{}),
-         span AS (SELECT entry, max(revision) AS last_revision FROM verdicts GROUP BY entry),
-         revisions AS (SELECT entry, unnest(range(0, last_revision + 1)) AS t FROM span),
+         v AS (SELECT entry, episode_id, revision, y, max(revision) OVER (PARTITION BY entry) AS entry_last FROM verdicts),
+         numbers AS (SELECT unnest(range(0, (SELECT max(revision) + 1 FROM verdicts))) AS t),
          held AS (
-             SELECT r.entry, r.t, v.episode_id,
+             SELECT v.entry, n.t, v.episode_id,
                     last_value(v.y ORDER BY v.revision) AS y_t, max(v.y) AS ever
-             FROM revisions r JOIN verdicts v ON v.entry = r.entry AND v.revision <= r.t
-             GROUP BY r.entry, r.t, v.episode_id)
+             FROM v JOIN numbers n ON v.revision <= n.t AND n.t <= v.entry_last
+             GROUP BY v.entry, n.t, v.episode_id)
          SELECT entry, t, count(*), avg(CAST(y_t AS DOUBLE)), avg(CAST(ever AS DOUBLE))
          FROM held GROUP BY entry, t ORDER BY entry, t",
         filter_clause(filter, "WHERE")

@@ -107,22 +107,51 @@ impl Engine {
         out: &Path,
         partition_by: &[String],
     ) -> Result<Written> {
+        self.export_into(name, sql, format, out, partition_by, !partition_by.is_empty()).await
+    }
+
+    /// As [`Engine::export_query`]; `directory` writes even an unpartitioned result as
+    /// `out/part-00000.<ext>` (so every table of `--all` is a directory).
+    async fn export_into(
+        &self,
+        name: &str,
+        sql: &str,
+        format: ExportFormat,
+        out: &Path,
+        partition_by: &[String],
+        directory: bool,
+    ) -> Result<Written> {
+        let sidecar = sidecar_path(out);
+        if !directory && matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) && sidecar.exists() {
+            return Err(Error::Usage(format!("{} exists; export never overwrites", sidecar.display())));
+        }
         if out.exists() {
             return Err(Error::Usage(format!("{} exists; export never overwrites (remove it or choose another --out)", out.display())));
         }
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let df = self.context().sql_with_options(sql, options).await?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        for key in partition_by {
-            if schema.index_of(key).is_err() {
+        for (i, key) in partition_by.iter().enumerate() {
+            let Ok(index) = schema.index_of(key) else {
                 return Err(Error::Usage(format!("cannot partition `{name}` by `{key}`: it has no such column")));
+            };
+            if partition_by[..i].contains(key) {
+                return Err(Error::Usage(format!("`{key}` is named twice in --partition-by")));
+            }
+            // A directory name holds text; readers give partition values back as text or
+            // integers, so only columns that survive that round trip may partition.
+            let t = schema.field(index).data_type();
+            if !(matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean) || t.is_integer()) {
+                return Err(Error::Usage(format!(
+                    "cannot partition by `{key}` ({t}): partition columns must be text, integer or boolean"
+                )));
             }
         }
         let metadata = self.export_metadata(sql);
         let tmp = partial(out);
         let _ = std::fs::remove_dir_all(&tmp);
         let _ = std::fs::remove_file(&tmp);
-        let mut sink = Sink::new(&tmp, format, schema.clone(), partition_by, &metadata)?;
+        let mut sink = Sink::new(&tmp, format, schema.clone(), partition_by, directory, &metadata)?;
         let mut stream = df.execute_stream().await?;
         let mut rows = 0u64;
         while let Some(batch) = stream.next().await {
@@ -131,7 +160,7 @@ impl Engine {
             sink.write(&batch)?;
         }
         let files = sink.finish()?;
-        if !partition_by.is_empty() || format == ExportFormat::Csv || format == ExportFormat::Jsonl {
+        if directory || format == ExportFormat::Csv || format == ExportFormat::Jsonl {
             write_sidecar(&tmp, out, name, format, rows, partition_by, &schema, &metadata)?;
         }
         std::fs::rename(&tmp, out).map_err(io(out))?;
@@ -156,7 +185,8 @@ impl Engine {
             let columns: Vec<String> = df.schema().fields().iter().map(|f| f.name().clone()).collect();
             let keys: Vec<String> = partition_by.iter().filter(|k| columns.contains(k)).cloned().collect();
             let target = tmp.join(&name);
-            let w = self.export_query(&name, &format!("SELECT * FROM \"{name}\""), ExportFormat::Parquet, &target, &keys).await?;
+            let sql = format!("SELECT * FROM \"{name}\"");
+            let w = self.export_into(&name, &sql, ExportFormat::Parquet, &target, &keys, true).await?;
             manifest_tables.push(json!({
                 "name": name,
                 "kind": kind,
@@ -195,6 +225,13 @@ fn columns_json(schema: &Schema) -> Value {
     )
 }
 
+/// `<file>.epistore.json`: the facts of a CSV or JSON Lines file, beside it.
+fn sidecar_path(out: &Path) -> PathBuf {
+    let mut n = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    n.push(".epistore.json");
+    out.with_file_name(n)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn write_sidecar(
     tmp: &Path,
@@ -220,13 +257,7 @@ fn write_sidecar(
     let text = serde_json::to_string_pretty(&sidecar).expect("json") + "\n";
     // A directory gets its manifest inside; a single file gets `<file>.epistore.json`
     // beside it (written before the data file is renamed into place).
-    let path = if tmp.is_dir() {
-        tmp.join("_epistore.json")
-    } else {
-        let mut n = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-        n.push(".epistore.json");
-        out.with_file_name(n)
-    };
+    let path = if tmp.is_dir() { tmp.join("_epistore.json") } else { sidecar_path(out) };
     std::fs::write(&path, text).map_err(io(&path))
 }
 
@@ -239,6 +270,8 @@ struct Sink {
     file_schema: SchemaRef,
     keep: Vec<usize>,
     partition_columns: Vec<usize>,
+    /// Files go under `root/` (partitions, or `--all`), not at `root` itself.
+    directory: bool,
     metadata: Vec<(String, String)>,
     writers: HashMap<Vec<Option<String>>, FileSink>,
     order: Vec<Vec<Option<String>>>,
@@ -250,6 +283,7 @@ impl Sink {
         format: ExportFormat,
         schema: SchemaRef,
         partition_by: &[String],
+        directory: bool,
         metadata: &[(String, String)],
     ) -> Result<Sink> {
         let partition_columns: Vec<usize> =
@@ -257,7 +291,7 @@ impl Sink {
         let keep: Vec<usize> = (0..schema.fields().len()).filter(|i| !partition_columns.contains(i)).collect();
         let mut file_schema = schema.project(&keep)?;
         file_schema = file_schema.with_metadata(metadata.iter().cloned().collect());
-        if !partition_by.is_empty() {
+        if directory {
             std::fs::create_dir_all(root).map_err(io(root))?;
         }
         Ok(Sink {
@@ -267,6 +301,7 @@ impl Sink {
             file_schema: Arc::new(file_schema),
             keep,
             partition_columns,
+            directory,
             metadata: metadata.to_vec(),
             writers: HashMap::new(),
             order: vec![],
@@ -300,14 +335,14 @@ impl Sink {
 
     fn writer(&mut self, key: Vec<Option<String>>) -> Result<&mut FileSink> {
         if !self.writers.contains_key(&key) {
-            let path = if self.partition_columns.is_empty() {
+            let path = if !self.directory {
                 self.root.clone()
             } else {
                 let mut dir = self.root.clone();
                 for (&i, value) in self.partition_columns.iter().zip(&key) {
                     // Hive's spelling: NULL is __HIVE_DEFAULT_PARTITION__; other values are
                     // percent-encoded where a path could not hold them.
-                    let value = value.as_deref().map_or_else(|| "__HIVE_DEFAULT_PARTITION__".to_string(), escape_path_value);
+                    let value = value.as_deref().map_or_else(|| HIVE_NULL.to_string(), escape_path_value);
                     dir.push(format!("{}={value}", self.schema.field(i).name()));
                 }
                 std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -324,6 +359,7 @@ impl Sink {
     /// schema), so readers see the columns.
     fn finish(mut self) -> Result<usize> {
         if self.writers.is_empty() && self.partition_columns.is_empty() {
+            // (also for `--all`: an empty table is a directory holding one empty file)
             self.writer(vec![])?;
         }
         let count = self.writers.len();
@@ -334,7 +370,14 @@ impl Sink {
     }
 }
 
+/// Hive's directory name for NULL.
+const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
+
 fn escape_path_value(value: &str) -> String {
+    if value == HIVE_NULL {
+        // The text itself must not land in NULL's directory.
+        return value.replace('_', "%5F");
+    }
     let mut out = String::new();
     for c in value.chars() {
         if c.is_ascii_alphanumeric() || "-_.~ +@,".contains(c) {

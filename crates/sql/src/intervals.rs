@@ -106,35 +106,33 @@ impl Family {
         if self.view != "revision_correctness" {
             return self.source.clone();
         }
-        let quoted: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
-        let (select_keys, group_keys) = if keys.is_empty() {
-            (String::new(), String::new())
+        // As queries/revision_correctness.sql: each verdict carries its group's last
+        // evaluated revision (a window, not a grouped join; see there for why).
+        let partition = if keys.is_empty() {
+            String::new()
         } else {
-            (format!("{}, ", quoted.join(", ")), format!(" GROUP BY {}", quoted.join(", ")))
+            format!("PARTITION BY {}", keys.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", "))
         };
-        let join_keys: Vec<String> = quoted.iter().map(|k| format!("v.{k} = r.{k}")).collect();
-        let on = if join_keys.is_empty() { String::new() } else { format!("{} AND ", join_keys.join(" AND ")) };
-        let r_keys: String = quoted.iter().map(|k| format!("r.{k}, ")).collect();
         let filter = filter
             .map(|f| format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
             .unwrap_or_default();
         format!(
             "WITH
-             v AS (SELECT * FROM oracle_verdicts{filter}),
-             span AS (SELECT {select_keys}max(revision) AS last_revision FROM v{group_keys}),
-             own AS (SELECT episode_id, max(revision) AS own_last FROM v GROUP BY episode_id),
-             revisions AS (SELECT {select_keys}unnest(range(0, last_revision + 1)) AS t FROM span),
+             v AS (SELECT episode_id, revision, y,
+                          max(revision) OVER ({partition}) AS group_last,
+                          max(revision) OVER (PARTITION BY episode_id) AS own_last
+                   FROM oracle_verdicts{filter}),
+             numbers AS (SELECT unnest(range(0, (SELECT max(revision) + 1 FROM oracle_verdicts))) AS t),
              held AS (
-                 SELECT {r_keys}r.t, v.episode_id,
+                 SELECT n.t, v.episode_id, max(v.own_last) AS own_last,
                         last_value(v.y ORDER BY v.revision) AS y_t, max(v.y) AS ever
-                 FROM revisions r JOIN v ON {on}v.revision <= r.t
-                 GROUP BY {r_keys}r.t, v.episode_id)
+                 FROM v JOIN numbers n ON v.revision <= n.t AND n.t <= v.group_last
+                 GROUP BY n.t, v.episode_id)
              SELECT e.model, e.harness_level, e.task, e.\"cluster\", h.episode_id, h.t AS revision,
                     1 AS kept, h.y_t AS correct_now, h.ever AS correct_ever, h.ever - h.y_t AS correct_lost,
-                    CASE WHEN o.own_last >= h.t THEN 1 ELSE 0 END AS reaches
+                    CASE WHEN h.own_last >= h.t THEN 1 ELSE 0 END AS reaches
              FROM held h
-             JOIN episodes e ON e.episode_id = h.episode_id
-             JOIN own o ON o.episode_id = h.episode_id"
+             JOIN episodes e ON e.episode_id = h.episode_id"
         )
     }
 }
