@@ -12,5 +12,6 @@ mod ingest;
 mod leaderboard;
 mod properties;
 mod pushdown;
+mod python;
 mod rejections;
 mod slt;

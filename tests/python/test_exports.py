@@ -418,8 +418,6 @@ def test_existing_empty_directory_is_refused(epi, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
 
 
-@pytest.mark.xfail(reason="epistore bug: an existing <out>.epistore.json sidecar is silently overwritten "
-                          "although export promises never to overwrite", strict=False)
 def test_existing_sidecar_is_not_overwritten(epi, tmp_path):
     out = tmp_path / "facts.csv"
     sidecar = tmp_path / "facts.csv.epistore.json"
@@ -429,9 +427,6 @@ def test_existing_sidecar_is_not_overwritten(epi, tmp_path):
     assert proc.returncode == 2
 
 
-@pytest.mark.xfail(reason="epistore bug: a NULL partition value and the literal string "
-                          "'__HIVE_DEFAULT_PARTITION__' share one directory and one part file; "
-                          "the later silently replaces the earlier (rows lost)", strict=False)
 def test_null_partition_does_not_collide_with_literal(epi, tmp_path):
     query = ("SELECT * FROM (VALUES (CAST(NULL AS VARCHAR), 1), ('__HIVE_DEFAULT_PARTITION__', 2), "
              "('a/b', 3), ('', 4)) AS t(model, v)")
@@ -441,10 +436,6 @@ def test_null_partition_does_not_collide_with_literal(epi, tmp_path):
     assert sorted(table["v"].to_pylist()) == [1, 2, 3, 4]
 
 
-@pytest.mark.xfail(reason="DataFusion 55.2 bug (optimizer rule eliminate_join): an inner join whose "
-                          "unnested side's columns are unused is rewritten to a semi join because the "
-                          "functional dependency of a GROUP BY survives UNNEST; count(*) FROM "
-                          "revision_correctness then counts 42 rows instead of 182", strict=False)
 def test_count_star_matches_rows(epi):
     names = [r["table_name"] for r in epi.sql(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")]
