@@ -14,4 +14,5 @@ mod properties;
 mod pushdown;
 mod python;
 mod rejections;
+mod scale_out;
 mod slt;

@@ -107,11 +107,12 @@ impl Engine {
         out: &Path,
         partition_by: &[String],
     ) -> Result<Written> {
-        self.export_into(name, sql, format, out, partition_by, !partition_by.is_empty()).await
+        self.export_into(name, sql, format, out, partition_by, false).await
     }
 
-    /// As [`Engine::export_query`]; `directory` writes even an unpartitioned result as
-    /// `out/part-00000.<ext>` (so every table of `--all` is a directory).
+    /// As [`Engine::export_query`]. `in_dataset`: a table of `export --all`, always a
+    /// directory (`out/part-00000.<ext>` when unpartitioned) and described by the
+    /// dataset's manifest rather than a sidecar.
     async fn export_into(
         &self,
         name: &str,
@@ -119,10 +120,11 @@ impl Engine {
         format: ExportFormat,
         out: &Path,
         partition_by: &[String],
-        directory: bool,
+        in_dataset: bool,
     ) -> Result<Written> {
+        let directory = in_dataset || !partition_by.is_empty();
         let sidecar = sidecar_path(out);
-        if !directory && matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) && sidecar.exists() {
+        if sidecar.exists() && !in_dataset {
             return Err(Error::Usage(format!("{} exists; export never overwrites", sidecar.display())));
         }
         if out.exists() {
@@ -160,8 +162,12 @@ impl Engine {
             sink.write(&batch)?;
         }
         let files = sink.finish()?;
-        if directory || format == ExportFormat::Csv || format == ExportFormat::Jsonl {
-            write_sidecar(&tmp, out, name, format, rows, partition_by, &schema, &metadata)?;
+        // The facts of a file that cannot carry metadata (CSV, JSON Lines) or of a
+        // partitioned directory go beside it as `<out>.epistore.json`; never inside a
+        // directory, where readers (polars) would take it for data. Tables of `--all`
+        // are described by its manifest instead.
+        if !in_dataset && (directory || matches!(format, ExportFormat::Csv | ExportFormat::Jsonl)) {
+            write_sidecar(out, name, format, rows, partition_by, &schema, &metadata)?;
         }
         std::fs::rename(&tmp, out).map_err(io(out))?;
         Ok(Written { name: name.into(), path: out.into(), rows, files, partition_by: partition_by.to_vec(), schema })
@@ -232,9 +238,7 @@ fn sidecar_path(out: &Path) -> PathBuf {
     out.with_file_name(n)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn write_sidecar(
-    tmp: &Path,
     out: &Path,
     name: &str,
     format: ExportFormat,
@@ -257,7 +261,9 @@ fn write_sidecar(
     let text = serde_json::to_string_pretty(&sidecar).expect("json") + "\n";
     // A directory gets its manifest inside; a single file gets `<file>.epistore.json`
     // beside it (written before the data file is renamed into place).
-    let path = if tmp.is_dir() { tmp.join("_epistore.json") } else { sidecar_path(out) };
+    // Written before the data is renamed into place: a reader that finds the data
+    // finds its description.
+    let path = sidecar_path(out);
     std::fs::write(&path, text).map_err(io(&path))
 }
 

@@ -79,7 +79,8 @@ pub(crate) async fn register(ctx: &SessionContext) -> Result<()> {
 
 /// `location_overlaps(prediction, truth)`: same path and overlapping inclusive line
 /// ranges; a location without lines is the whole file. NULL when either is NULL.
-fn location_overlaps() -> datafusion::logical_expr::ScalarUDF {
+/// Public so another engine running the shipped SQL (Ballista) can register it.
+pub fn location_overlaps() -> datafusion::logical_expr::ScalarUDF {
     create_udf(
         "location_overlaps",
         vec![DataType::Utf8, DataType::Utf8],

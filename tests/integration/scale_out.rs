@@ -1,0 +1,111 @@
+//! Scale-out: the Parquet dataset of `epistore export --all` runs the shipped
+//! `queries/*.sql` on Ballista (DataFusion's distributed engine; scheduler and executor
+//! in this process) with the same answers as the embedded engine.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::json::{writer::JsonArray, WriterBuilder};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use epistore_sql::views::{location_overlaps, VERIFIER_PAIRS_AT, VIEWS};
+use epistore_sql::Engine;
+use serde_json::Value;
+
+use crate::util::{text, TestStore};
+
+/// Rows as JSON objects (column order does not matter), sorted, floats rounded so two
+/// engines summing in different orders compare equal.
+fn rows(batches: &[RecordBatch]) -> Vec<String> {
+    let mut buffer = Vec::new();
+    {
+        let mut writer = WriterBuilder::new().with_explicit_nulls(true).build::<_, JsonArray>(&mut buffer);
+        for batch in batches {
+            writer.write(batch).unwrap();
+        }
+        writer.finish().unwrap();
+    }
+    if buffer.is_empty() {
+        return vec![];
+    }
+    let values: Vec<Value> = serde_json::from_slice(&buffer).unwrap();
+    fn round(v: Value) -> Value {
+        match v {
+            Value::Number(n) if n.is_f64() => {
+                let x = n.as_f64().unwrap();
+                serde_json::json!(format!("{x:.9}"))
+            }
+            Value::Number(n) => serde_json::json!(format!("{:.9}", n.as_f64().unwrap())),
+            Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, round(v))).collect()),
+            Value::Array(items) => Value::Array(items.into_iter().map(round).collect()),
+            other => other,
+        }
+    }
+    let mut out: Vec<String> = values.into_iter().map(|v| round(v).to_string()).collect();
+    out.sort();
+    out
+}
+
+async fn ballista_context(export: &Path) -> SessionContext {
+    let config = SessionConfig::new_with_ballista().with_target_partitions(2).with_ballista_standalone_parallelism(2);
+    let mut state = SessionStateBuilder::new().with_config(config).with_default_features().build();
+    // Functions travel by name: the scheduler and executor must know ours before start.
+    datafusion::execution::FunctionRegistry::register_udf(&mut state, Arc::new(location_overlaps())).unwrap();
+    let ctx = SessionContext::standalone_with_state(state).await.unwrap();
+    ctx.register_udf(location_overlaps());
+
+    let manifest: Value = serde_json::from_slice(&std::fs::read(export.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["format"], "epistore-export/1");
+    for table in manifest["tables"].as_array().unwrap() {
+        if table["kind"] != "table" {
+            continue;
+        }
+        let partitions: Vec<(String, DataType)> = table["partition_by"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| (k.as_str().unwrap().to_string(), DataType::Utf8))
+            .collect();
+        let path = export.join(table["path"].as_str().unwrap());
+        let options = ParquetReadOptions::default().table_partition_cols(partitions);
+        ctx.register_parquet(table["name"].as_str().unwrap(), format!("{}/", path.display()), options).await.unwrap();
+    }
+    for (name, sql) in VIEWS {
+        ctx.sql(&format!("CREATE VIEW {name} AS {sql}")).await.unwrap().collect().await.unwrap();
+    }
+    ctx
+}
+
+#[test]
+fn shipped_queries_on_ballista_match_the_embedded_engine() {
+    let store = TestStore::new();
+    let pop = store.dir.path().join("pop");
+    let out = store.run(&["synth", "--episodes", "160", "--out", pop.to_str().unwrap(), "--seed", "3", "--output-scale", "0.05", "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(store.ingest(&[&pop]).status.success());
+    let export = store.dir.path().join("export");
+    let out = store.run(&["export", "--all", "--out", export.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let embedded = Engine::open(&epistore_store::Store::open_read_only(store.path()).unwrap()).await.unwrap();
+        let distributed = ballista_context(&export).await;
+        let mut queries: Vec<(String, String)> =
+            VIEWS.iter().map(|(name, _)| (name.to_string(), format!("SELECT * FROM {name}"))).collect();
+        queries.push(("verifier_pairs_at(0.5)".into(), VERIFIER_PAIRS_AT.replace(":coverage", "0.5")));
+        let mut compared = 0;
+        for (name, sql) in &queries {
+            let expected = rows(&embedded.query(sql).await.unwrap());
+            let got = rows(&distributed.sql(sql).await.unwrap().collect().await.unwrap_or_else(|e| panic!("{name} on Ballista: {e}")));
+            assert_eq!(got.len(), expected.len(), "{name}: Ballista returned {} rows, embedded {}", got.len(), expected.len());
+            assert!(got == expected, "{name}: Ballista and embedded results differ");
+            assert!(!expected.is_empty() || name.starts_with("verifier_pairs_at"), "{name} is empty: the check would prove nothing");
+            compared += 1;
+        }
+        assert_eq!(compared, VIEWS.len() + 1);
+    });
+}
