@@ -15,7 +15,7 @@ use epistore_store::{IngestOptions, PackageOutcome, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
-use crate::{Better, BoardFormat, BootstrapArgs, ExportFormatArg, OutputFormat};
+use crate::{Better, BoardFormat, BootstrapArgs, EntriesArgs, ExportFormatArg, OutputFormat};
 
 /// An error and its causes on one line, skipping causes whose text an earlier part
 /// already says (DataFusion errors repeat their sources in their own message).
@@ -523,18 +523,16 @@ pub fn metric_intervals(
 }
 
 pub fn board_spec(
-    metric: String,
-    by: &str,
-    filter: Option<String>,
+    entries: EntriesArgs,
     bootstrap: &BootstrapArgs,
     alpha: f64,
     better: Option<Better>,
 ) -> epistore_leaderboard::Spec {
     use epistore_sql::intervals::Direction;
     epistore_leaderboard::Spec {
-        metric,
-        by: split_keys(by),
-        filter,
+        metric: entries.metric,
+        by: split_keys(&entries.by),
+        filter: entries.filter,
         bootstrap: bootstrap.settings(),
         alpha,
         direction: better.map(|b| match b {

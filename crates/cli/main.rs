@@ -176,16 +176,8 @@ enum Command {
     /// over the board) and a tie group, plus the episode ids behind its score. The HTML
     /// format is one self-contained page with a sortable table and charts.
     Leaderboard {
-        /// The metric (a column of cell_metrics, `label_share:LABEL`,
-        /// `posture_share:POSTURE`, repair_rate, verifier_accuracy, phi, top1_all, ...).
-        #[arg(long)]
-        metric: String,
-        /// Comma-separated keys, one entry per value: model, harness_level, task, cluster.
-        #[arg(long, default_value = "model")]
-        by: String,
-        /// Only episodes matching this SQL condition on episode_facts columns.
-        #[arg(long = "where")]
-        filter: Option<String>,
+        #[command(flatten)]
+        entries: EntriesArgs,
         #[arg(long, value_enum, default_value = "md")]
         format: BoardFormat,
         /// Write here instead of standard output.
@@ -203,12 +195,8 @@ enum Command {
     /// Paired comparisons of every pair of entries on one metric (same task clusters),
     /// Holm-adjusted over the family.
     Compare {
-        #[arg(long)]
-        metric: String,
-        #[arg(long, default_value = "model")]
-        by: String,
-        #[arg(long = "where")]
-        filter: Option<String>,
+        #[command(flatten)]
+        entries: EntriesArgs,
         #[command(flatten)]
         bootstrap: BootstrapArgs,
         #[arg(long, value_enum, default_value = "table")]
@@ -262,6 +250,21 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: OutputFormat,
     },
+}
+
+/// What `leaderboard` and `compare` rank: one metric, one entry per value of the keys.
+#[derive(clap::Args, Clone, Debug)]
+pub struct EntriesArgs {
+    /// The metric (a column of cell_metrics, `label_share:LABEL`,
+    /// `posture_share:POSTURE`, repair_rate, verifier_accuracy, phi, top1_all, ...).
+    #[arg(long)]
+    metric: String,
+    /// Comma-separated keys, one entry per value: model, harness_level, task, cluster.
+    #[arg(long, default_value = "model")]
+    by: String,
+    /// Only episodes matching this SQL condition on episode_facts columns.
+    #[arg(long = "where")]
+    filter: Option<String>,
 }
 
 /// Bootstrap settings shared by `metrics --ci`, `leaderboard` and `compare`.
@@ -331,12 +334,12 @@ fn main() -> ExitCode {
         Command::Serve { addr, token, memory_limit_mib, query_timeout_secs } => {
             commands::serve(&cli.store, addr, token, memory_limit_mib, query_timeout_secs)
         }
-        Command::Leaderboard { metric, by, filter, format, out, better, alpha, bootstrap } => {
-            let spec = commands::board_spec(metric, &by, filter, &bootstrap, alpha, better);
+        Command::Leaderboard { entries, format, out, better, alpha, bootstrap } => {
+            let spec = commands::board_spec(entries, &bootstrap, alpha, better);
             commands::leaderboard(&cli.store, &spec, format, out.as_deref())
         }
-        Command::Compare { metric, by, filter, bootstrap, format } => {
-            let spec = commands::board_spec(metric, &by, filter, &bootstrap, 0.05, None);
+        Command::Compare { entries, bootstrap, format } => {
+            let spec = commands::board_spec(entries, &bootstrap, 0.05, None);
             commands::compare(&cli.store, &spec, format)
         }
         Command::Ls { format } => commands::ls(&cli.store, format),
