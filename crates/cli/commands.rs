@@ -53,8 +53,14 @@ fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFormat) {
             let mut table = Table::new();
             table.load_preset(UTF8_FULL_CONDENSED).set_header(headers.to_vec());
             for row in rows {
-                // A missing value reads NULL in a table, as in `epistore sql`.
-                table.add_row(row.iter().map(|v| if v.is_null() { "NULL".into() } else { text(v) }).collect::<Vec<_>>());
+                // A missing value reads NULL in a table, as in `epistore sql`; fractions are
+                // cut to 4 decimals for the eye (csv and json keep every digit).
+                let cell = |v: &Value| match v {
+                    Value::Null => "NULL".to_string(),
+                    Value::Number(n) if n.is_f64() => format!("{:.4}", n.as_f64().unwrap_or_default()),
+                    other => text(other),
+                };
+                table.add_row(row.iter().map(cell).collect::<Vec<_>>());
             }
             println!("{table}");
         }

@@ -43,7 +43,7 @@ pub fn to_csv(board: &Leaderboard) -> Result<String> {
         "rank,entry,value,lo,hi,n,episodes,clusters,replicates_used,replicates_dropped,tie_group,mean_difference_vs_above,p_vs_above,p_holm_vs_above,episode_ids\n",
     );
     let field = |s: &str| {
-        if s.contains([',', '"', '\n']) {
+        if s.contains([',', '"', '\n', '\r']) {
             format!("\"{}\"", s.replace('"', "\"\""))
         } else {
             s.to_string()
@@ -111,7 +111,7 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             e.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
-            e.label.replace('|', "\\|"),
+            escape_html(&e.label).replace('|', "\\|").replace(['\n', '\r'], " "),
             number(e.value),
             interval(e),
             count(e.n),
@@ -123,7 +123,7 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
     }
     out.push_str("\n## Episodes behind each entry\n\n");
     for e in &board.entries {
-        let _ = writeln!(out, "<details><summary>{} ({} episodes)</summary>\n", e.label, e.episode_ids.len());
+        let _ = writeln!(out, "<details><summary>{} ({} episodes)</summary>\n", escape_html(&e.label), e.episode_ids.len());
         for id in &e.episode_ids {
             let _ = writeln!(out, "- `{id}`");
         }
@@ -139,8 +139,15 @@ fn escape_html(s: &str) -> String {
 /// One static page, no network: the data is embedded as JSON and drawn by the page's
 /// own script.
 pub fn to_html(board: &Leaderboard) -> Result<String> {
-    // `</` inside a script element would end it; `<\/` is the same JSON string.
-    let data = serde_json::to_string(board)?.replace("</", "<\\/");
+    // Inside a <script>, `</script>` ends it and `<!--` can make the parser skip the
+    // real end tag, so no `<`, `>` or `&` may appear literally: their \u escapes are
+    // the same JSON strings. U+2028/2029 are escaped for engines older than ES2019.
+    let data = serde_json::to_string(board)?
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029");
     Ok(TEMPLATE
         .replacen("/*EPISTORE_LEADERBOARD_DATA*/null", &data, 1)
         .replacen("EPISTORE_LEADERBOARD_TITLE", &escape_html(&board.title), 1))

@@ -122,16 +122,19 @@ impl ClusterCiAccumulator {
         entry.1 += den;
     }
 
-    /// The replicates and seed columns: constant per query, so the first value wins.
+    /// The replicates and seed arguments are meant as constants: the first value seen wins.
     fn settings_from(&mut self, replicates: &ArrayRef, seed: &ArrayRef) -> DfResult<()> {
         let (replicates, seed) = (as_i64(replicates)?, as_i64(seed)?);
-        if let Some(b) = replicates.iter().flatten().next() {
-            if b < 1 {
-                return exec_err!("cluster_ci: replicates must be at least 1 (got {b})");
+        if let (None, Some(b)) = (self.replicates, replicates.iter().flatten().next()) {
+            if !(1..=epistore_stats::MAX_REPLICATES as i64).contains(&b) {
+                return exec_err!(
+                    "cluster_ci: replicates must be between 1 and {} (got {b})",
+                    epistore_stats::MAX_REPLICATES
+                );
             }
             self.replicates = Some(b as usize);
         }
-        if let Some(s) = seed.iter().flatten().next() {
+        if let (None, Some(s)) = (self.seed, seed.iter().flatten().next()) {
             self.seed = Some(s as u64);
         }
         Ok(())

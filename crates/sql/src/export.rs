@@ -153,15 +153,23 @@ impl Engine {
         let tmp = partial(out);
         let _ = std::fs::remove_dir_all(&tmp);
         let _ = std::fs::remove_file(&tmp);
-        let mut sink = Sink::new(&tmp, format, schema.clone(), partition_by, directory, &metadata)?;
-        let mut stream = df.execute_stream().await?;
-        let mut rows = 0u64;
-        while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            rows += batch.num_rows() as u64;
-            sink.write(&batch)?;
+        let written = async {
+            let mut sink = Sink::new(&tmp, format, schema.clone(), partition_by, directory, &metadata)?;
+            let mut stream = df.execute_stream().await?;
+            let mut rows = 0u64;
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                rows += batch.num_rows() as u64;
+                sink.write(&batch)?;
+            }
+            Ok::<_, Error>((rows, sink.finish()?))
         }
-        let files = sink.finish()?;
+        .await;
+        // A failed export leaves nothing behind.
+        let (rows, files) = written.inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&tmp);
+            let _ = std::fs::remove_file(&tmp);
+        })?;
         // The facts of a file that cannot carry metadata (CSV, JSON Lines) or of a
         // partitioned directory go beside it as `<out>.epistore.json`; never inside a
         // directory, where readers (polars) would take it for data. Tables of `--all`
@@ -280,8 +288,17 @@ struct Sink {
     directory: bool,
     metadata: Vec<(String, String)>,
     writers: HashMap<Vec<Option<String>>, FileSink>,
+    /// Open writers, least recently opened first.
     order: Vec<Vec<Option<String>>>,
+    /// Files written so far per partition (a partition whose writer was closed to stay
+    /// under MAX_OPEN_WRITERS continues in `part-0000N`).
+    parts: HashMap<Vec<Option<String>>, usize>,
+    files: usize,
 }
+
+/// Partitions written at once: beyond this the oldest file is closed (file handles and
+/// write buffers stay bounded however many partitions a column has).
+const MAX_OPEN_WRITERS: usize = 64;
 
 impl Sink {
     fn new(
@@ -311,6 +328,8 @@ impl Sink {
             metadata: metadata.to_vec(),
             writers: HashMap::new(),
             order: vec![],
+            parts: HashMap::new(),
+            files: 0,
         })
     }
 
@@ -349,14 +368,21 @@ impl Sink {
                     // Hive's spelling: NULL is __HIVE_DEFAULT_PARTITION__; other values are
                     // percent-encoded where a path could not hold them.
                     let value = value.as_deref().map_or_else(|| HIVE_NULL.to_string(), escape_path_value);
-                    dir.push(format!("{}={value}", self.schema.field(i).name()));
+                    dir.push(format!("{}={value}", escape_path_value(self.schema.field(i).name())));
                 }
                 std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-                dir.join(format!("part-00000.{}", self.format.extension()))
+                let part = self.parts.entry(key.clone()).or_insert(0);
+                *part += 1;
+                dir.join(format!("part-{:05}.{}", *part - 1, self.format.extension()))
             };
+            if self.writers.len() >= MAX_OPEN_WRITERS {
+                let oldest = self.order.remove(0);
+                self.writers.remove(&oldest).expect("open").finish()?;
+            }
             let sink = FileSink::create(&path, self.format, self.file_schema.clone(), &self.metadata)?;
             self.writers.insert(key.clone(), sink);
             self.order.push(key.clone());
+            self.files += 1;
         }
         Ok(self.writers.get_mut(&key).expect("inserted"))
     }
@@ -368,11 +394,10 @@ impl Sink {
             // (also for `--all`: an empty table is a directory holding one empty file)
             self.writer(vec![])?;
         }
-        let count = self.writers.len();
         for key in std::mem::take(&mut self.order) {
             self.writers.remove(&key).expect("open").finish()?;
         }
-        Ok(count)
+        Ok(self.files)
     }
 }
 
@@ -410,7 +435,7 @@ enum FileSink {
 
 impl FileSink {
     fn create(path: &Path, format: ExportFormat, schema: SchemaRef, metadata: &[(String, String)]) -> Result<FileSink> {
-        let file = BufWriter::with_capacity(1 << 20, File::create(path).map_err(io(path))?);
+        let file = BufWriter::with_capacity(256 << 10, File::create(path).map_err(io(path))?);
         Ok(match format {
             ExportFormat::Arrow => FileSink::Arrow(IpcFileWriter::try_new(file, &schema)?),
             ExportFormat::Parquet => {

@@ -34,7 +34,8 @@ pub enum Formula {
     /// D_ij = n11/n0 - f_i f_j, f_i = (n11+n10)/n0, f_j = (n11+n01)/n0; NULL when n0 = 0.
     ExcessJoint { n11: usize, n10: usize, n01: usize, n0: usize },
     /// The phi coefficient of the 2x2 table; NULL when n0 = 0 or its denominator is 0.
-    Phi { n11: usize, n10: usize, n01: usize, n00: usize },
+    /// (`n0`, the table's total, is what it is reported over.)
+    Phi { n11: usize, n10: usize, n01: usize, n00: usize, n0: usize },
     /// `inner`, but NULL when the `gate` component is 0.
     Gated { inner: Box<Formula>, gate: usize },
 }
@@ -47,7 +48,7 @@ impl Formula {
                 let n0 = t[n0];
                 (n0 != 0.0).then(|| t[n11] / n0 - ((t[n11] + t[n10]) / n0) * ((t[n11] + t[n01]) / n0))
             }
-            Formula::Phi { n11, n10, n01, n00 } => {
+            Formula::Phi { n11, n10, n01, n00, .. } => {
                 let (a, b, c, d) = (t[n11], t[n10], t[n01], t[n00]);
                 let denominator = ((a + b) * (c + d) * (a + c) * (b + d)).sqrt();
                 (a + b + c + d != 0.0 && denominator != 0.0).then(|| (a * d - b * c) / denominator)
@@ -61,7 +62,7 @@ impl Formula {
         match *self {
             Formula::Ratio { den, .. } => den,
             Formula::ExcessJoint { n0, .. } => n0,
-            Formula::Phi { n11, .. } => n11,
+            Formula::Phi { n0, .. } => n0,
             Formula::Gated { ref inner, .. } => inner.denominator(),
         }
     }
@@ -264,7 +265,7 @@ pub fn families() -> &'static [Family] {
         pairs.ratio("joint_false_accept", &["n11"], "n0");
         let [n11, n10, n01, n00, n0] = ["n11", "n10", "n01", "n00", "n0"].map(|c| pairs.component(c));
         pairs.metric("excess_joint", Formula::ExcessJoint { n11, n10, n01, n0 }, "n11/n0 - f_i * f_j".into());
-        pairs.metric("phi", Formula::Phi { n11, n10, n01, n00 }, "phi of the 2x2 table on wrong candidates".into());
+        pairs.metric("phi", Formula::Phi { n11, n10, n01, n00, n0 }, "phi of the 2x2 table on wrong candidates".into());
         out.push(pairs.family);
 
         let mut localisation = FamilyBuilder::new(
@@ -378,17 +379,22 @@ impl Engine {
         let filter = filter
             .map(|f| format!("\nWHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
             .unwrap_or_default();
+        // The resampling unit under a name of its own: `cluster` may be a key as well.
         let mut select = group.clone();
-        select.push("CAST(\"cluster\" AS VARCHAR) AS \"cluster\"".into());
+        select.push("CAST(\"cluster\" AS VARCHAR) AS \"__resample_cluster\"".into());
         select.extend(sums);
         let mut by = group_names.clone();
-        by.push("\"cluster\"".into());
+        if !keys.contains(&"cluster") {
+            by.push("\"cluster\"".into());
+        }
+        let mut order = group_names.clone();
+        order.push("\"__resample_cluster\"".into());
         Ok(format!(
             "SELECT {}\nFROM ({}) AS rows{filter}\nGROUP BY {}\nORDER BY {}",
             select.join(", "),
             source,
             by.join(", "),
-            by.join(", ")
+            order.join(", ")
         ))
     }
 
@@ -418,7 +424,14 @@ impl Engine {
                 entries.entry(key).or_default().push((cluster, values));
             }
         }
-        Ok(entries.into_iter().map(|(key, clusters)| ClusterSums { key, clusters }).collect())
+        // Draws depend on the clusters' order: by name, whatever order batches came in.
+        Ok(entries
+            .into_iter()
+            .map(|(key, mut clusters)| {
+                clusters.sort_by(|a, b| a.0.cmp(&b.0));
+                ClusterSums { key, clusters }
+            })
+            .collect())
     }
 
     /// Bootstrap intervals of `metrics` (names; all of their families' metrics when
@@ -484,8 +497,9 @@ mod tests {
         // n11 = 2, n10 = 1, n01 = 1, n00 = 4, n0 = 8: D = 2/8 - (3/8)(3/8).
         let d = Formula::ExcessJoint { n11: 0, n10: 1, n01: 2, n0: 4 };
         assert_eq!(d.evaluate(&[2.0, 1.0, 1.0, 4.0, 8.0]), Some(0.25 - 9.0 / 64.0));
-        let phi = Formula::Phi { n11: 0, n10: 1, n01: 2, n00: 3 };
-        assert_eq!(phi.evaluate(&[2.0, 1.0, 1.0, 4.0]), Some((8.0 - 1.0) / (3.0f64 * 5.0 * 3.0 * 5.0).sqrt()));
-        assert_eq!(phi.evaluate(&[2.0, 0.0, 0.0, 0.0]), None);
+        let phi = Formula::Phi { n11: 0, n10: 1, n01: 2, n00: 3, n0: 4 };
+        assert_eq!(phi.evaluate(&[2.0, 1.0, 1.0, 4.0, 8.0]), Some((8.0 - 1.0) / (3.0f64 * 5.0 * 3.0 * 5.0).sqrt()));
+        assert_eq!(phi.evaluate(&[2.0, 0.0, 0.0, 0.0, 2.0]), None);
+        assert_eq!(phi.denominator(), 4);
     }
 }

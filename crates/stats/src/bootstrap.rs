@@ -30,6 +30,9 @@ impl Bootstrap {
         if self.replicates == 0 {
             return Err(Error::NoReplicates(self.replicates));
         }
+        if self.replicates > MAX_REPLICATES {
+            return Err(Error::TooManyReplicates(self.replicates));
+        }
         if !(self.level > 0.0 && self.level < 1.0) {
             return Err(Error::BadLevel(self.level));
         }
@@ -42,6 +45,10 @@ impl Bootstrap {
         (a, 1.0 - a)
     }
 }
+
+/// The most replicates a bootstrap may ask for: far beyond what a 95% interval needs
+/// (2,000), and a bound on the work one SQL call can demand.
+pub const MAX_REPLICATES: usize = 100_000;
 
 /// An estimate with its interval. `lo`/`hi` are `None` when no replicate was defined;
 /// `estimate` is `None` when the metric is undefined on the whole population.
@@ -56,33 +63,45 @@ pub struct Interval {
     pub dropped: usize,
 }
 
-/// The multiplicities of the clusters in each replicate, drawn once and shared by every
-/// metric of a group: replicate `r` takes cluster `i` `counts(r)[i]` times.
+/// The multiplicities of the clusters in each replicate, shared by every metric of a
+/// group: replicate `r` takes cluster `i` `counts[i]` times.
 ///
 /// The draws depend only on the seed and the number of clusters, so the same seed over
 /// the same clusters (in the same order: callers sort them by name) gives the same
-/// replicates whichever metric or entry point asks.
+/// replicates whichever metric or entry point asks. They are drawn afresh on each pass
+/// (memory stays one replicate, whatever B is).
 pub struct ResamplePlan {
     clusters: usize,
-    counts: Vec<u32>,
+    replicates: usize,
+    seed: u64,
 }
 
 impl ResamplePlan {
     pub fn new(clusters: usize, settings: &Bootstrap) -> ResamplePlan {
-        let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
-        let mut counts = vec![0u32; clusters * settings.replicates];
-        if clusters > 0 {
-            for replicate in counts.chunks_mut(clusters) {
-                for _ in 0..clusters {
-                    replicate[rng.random_range(0..clusters)] += 1;
-                }
-            }
-        }
-        ResamplePlan { clusters, counts }
+        ResamplePlan { clusters, replicates: settings.replicates, seed: settings.seed }
     }
 
-    pub fn replicates(&self) -> impl Iterator<Item = &[u32]> {
-        self.counts.chunks(self.clusters.max(1)).filter(|_| self.clusters > 0)
+    /// Calls `visit` with each replicate's cluster counts, in order.
+    pub fn for_each(&self, mut visit: impl FnMut(&[u32])) {
+        if self.clusters == 0 {
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut counts = vec![0u32; self.clusters];
+        for _ in 0..self.replicates {
+            counts.iter_mut().for_each(|c| *c = 0);
+            for _ in 0..self.clusters {
+                counts[rng.random_range(0..self.clusters)] += 1;
+            }
+            visit(&counts);
+        }
+    }
+
+    /// Every replicate's counts (for tests and small B).
+    pub fn replicates(&self) -> Vec<Vec<u32>> {
+        let mut out = vec![];
+        self.for_each(|c| out.push(c.to_vec()));
+        out
     }
 }
 
@@ -118,7 +137,7 @@ pub fn bootstrap_with_plan(
 
     let mut values = Vec::with_capacity(settings.replicates);
     let mut dropped = 0;
-    for counts in plan.replicates() {
+    plan.for_each(|counts| {
         total.iter_mut().for_each(|t| *t = 0.0);
         for (cluster, &k) in sums.iter().zip(counts) {
             if k > 0 {
@@ -129,7 +148,7 @@ pub fn bootstrap_with_plan(
             Some(v) => values.push(v),
             None => dropped += 1,
         }
-    }
+    });
     if sums.is_empty() {
         dropped = settings.replicates;
     }

@@ -17,7 +17,7 @@ mod bootstrap;
 mod compare;
 
 pub use bootstrap::{
-    bootstrap_with_plan, cluster_bootstrap, percentile, Bootstrap, Interval, ResamplePlan,
+    bootstrap_with_plan, cluster_bootstrap, percentile, Bootstrap, Interval, ResamplePlan, MAX_REPLICATES,
 };
 pub use compare::{
     holm, paired_comparison, sign_flip_p_value, tie_groups, PairedComparison,
@@ -30,6 +30,8 @@ pub use compare::{
 pub enum Error {
     #[error("bootstrap replicates must be at least 1 (got {0})")]
     NoReplicates(usize),
+    #[error("bootstrap replicates must be at most {max} (got {0})", max = bootstrap::MAX_REPLICATES)]
+    TooManyReplicates(usize),
     #[error("interval level must be strictly between 0 and 1 (got {0})")]
     BadLevel(f64),
 }

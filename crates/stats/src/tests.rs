@@ -53,6 +53,10 @@ fn bad_settings_are_refused() {
         cluster_bootstrap(&[], ratio, &settings(0, 1)),
         Err(Error::NoReplicates(0))
     );
+    assert_eq!(
+        cluster_bootstrap(&[], ratio, &settings(MAX_REPLICATES + 1, 1)),
+        Err(Error::TooManyReplicates(MAX_REPLICATES + 1))
+    );
     let bad = Bootstrap { level: 1.0, ..Bootstrap::default() };
     assert_eq!(cluster_bootstrap(&[], ratio, &bad), Err(Error::BadLevel(1.0)));
 }
@@ -76,9 +80,7 @@ fn seeded_bootstrap_is_reproducible_golden() {
     assert_eq!((a.lo.unwrap(), a.hi.unwrap()), golden, "{a:?}");
     // Another seed draws other replicates (the percentiles of five clusters may still
     // land on the same ratios).
-    let draws = |seed| -> Vec<Vec<u32>> {
-        ResamplePlan::new(5, &settings(20, seed)).replicates().map(<[u32]>::to_vec).collect()
-    };
+    let draws = |seed| -> Vec<Vec<u32>> { ResamplePlan::new(5, &settings(20, seed)).replicates() };
     assert_eq!(draws(7), draws(7));
     assert_ne!(draws(7), draws(8));
     assert!(draws(7).iter().all(|r| r.iter().sum::<u32>() == 5));
