@@ -158,6 +158,12 @@ fn cluster_ci_in_sql_agrees_with_metrics_ci() {
         }
         assert_eq!(row["ci"]["replicates_used"].as_i64().unwrap() + row["ci"]["replicates_dropped"].as_i64().unwrap(), 300);
     }
+    // `cluster` may be a key too (each entry then has one cluster).
+    let out = store.run(&["metrics", "--ci", "--by", "model,cluster", "--format", "json", "--replicates", "20"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows.iter().all(|r| r["clusters"] == json!(1)));
+
     // Every metric of sections A-F has intervals with --all.
     let out = store.run(&["metrics", "--ci", "--all", "--by", "", "--format", "json", "--replicates", "50"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -194,6 +200,15 @@ fn leaderboard_formats_on_the_bundled_dataset() {
             _ => assert_eq!(body.lines().count(), 5, "{body}"),
         }
     }
+    // Text from packages or --where cannot end the page's script early.
+    let path = dir.join("hostile.html");
+    let out = store.run(&["leaderboard", "--metric", "avs_rate", "--where", "model <> '<!--<script></script>'", "--format", "html", "--out", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = std::fs::read_to_string(&path).unwrap();
+    let script = &body[body.find("const DATA =").unwrap()..];
+    let data_line = script.lines().next().unwrap();
+    assert!(!data_line.contains('<') && data_line.contains("\\u003c!--"), "{data_line}");
+
     let out = store.run(&["leaderboard", "--metric", "no_such_metric"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown metric `no_such_metric`"), "{}", text(&out.stderr));

@@ -8,6 +8,7 @@ mod columnar;
 mod concurrency;
 mod crash;
 mod dataset;
+mod export;
 mod ingest;
 mod leaderboard;
 mod properties;
