@@ -1,6 +1,7 @@
 //! `epistore serve`: a read-only Arrow Flight SQL endpoint over a store, so notebooks
-//! and BI tools get Arrow record batches of any table or view over the network (ADBC
-//! Flight SQL driver, JDBC, `arrow_flight` clients).
+//! get Arrow record batches of any table or view over the network (ADBC Flight SQL
+//! driver, `arrow_flight` clients). Statement queries only: catalog calls (GetTables,
+//! ...) and prepared statements answer "unimplemented" (ADBC falls back to statements).
 //!
 //! - Read-only: statements are planned with DDL, DML and session statements refused
 //!   (no CREATE, INSERT, COPY, SET), and sessions have no URL tables or file-reading
