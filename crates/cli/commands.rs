@@ -314,7 +314,8 @@ pub fn metrics(
     show_sql: bool,
     format: OutputFormat,
 ) -> Result<ExitCode> {
-    let keys: Vec<&str> = by.split(',').map(str::trim).filter(|k| !k.is_empty()).collect();
+    let keys = split_keys(by);
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let mut sql = Engine::metrics_sql(&keys, filter)?;
     if !all {
         let columns: Vec<&str> = keys.iter().copied().chain(HEADLINE.iter().copied()).collect();

@@ -9,7 +9,7 @@ use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
-use epistore_sql::intervals::{find_metric, Direction, Family, Metric};
+use epistore_sql::intervals::{episode_filter, find_metric, Direction, Family, Metric};
 use epistore_sql::Engine;
 use epistore_stats::{cluster_bootstrap, holm, paired_comparison, tie_groups, Bootstrap};
 use serde::Serialize;
@@ -172,11 +172,6 @@ fn quoted(keys: &[&str]) -> Vec<String> {
     keys.iter().map(|k| format!("\"{k}\"")).collect()
 }
 
-fn filter_clause(filter: Option<&str>, prefix: &str) -> String {
-    filter
-        .map(|f| format!(" {prefix} episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
-        .unwrap_or_default()
-}
 
 /// Episode ids behind each entry: the distinct episodes among the family's rows.
 async fn entry_episodes(
@@ -194,7 +189,7 @@ async fn entry_episodes(
         "SELECT {} FROM ({}) AS rows{}{group}",
         select.join(", "),
         family.source_sql(keys, filter),
-        filter_clause(filter, "WHERE")
+        episode_filter(filter)
     );
     let mut out = BTreeMap::new();
     for batch in engine.query(&sql).await? {
@@ -219,7 +214,7 @@ async fn evidence_matrix(engine: &Engine, filter: Option<&str>) -> Result<Option
     let sql = format!(
         "SELECT harness_level, count(*), {} FROM episodes{} GROUP BY harness_level ORDER BY harness_level",
         shares.join(", "),
-        filter_clause(filter, "WHERE")
+        episode_filter(filter)
     );
     let mut matrix =
         EvidenceMatrix { levels: vec![], artifacts: EVIDENCE.iter().map(|(a, _)| a.to_string()).collect(), episodes: vec![], share: vec![] };
@@ -258,7 +253,7 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
              GROUP BY v.entry, n.t, v.episode_id)
          SELECT entry, t, count(*), avg(CAST(y_t AS DOUBLE)), avg(CAST(ever AS DOUBLE))
          FROM held GROUP BY entry, t ORDER BY entry, t",
-        filter_clause(filter, "WHERE")
+        episode_filter(filter)
     );
     let mut curves: BTreeMap<String, Vec<CurvePoint>> = BTreeMap::new();
     for batch in engine.query(&sql).await? {

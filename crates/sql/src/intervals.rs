@@ -114,9 +114,7 @@ impl Family {
         } else {
             format!("PARTITION BY {}", keys.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", "))
         };
-        let filter = filter
-            .map(|f| format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
-            .unwrap_or_default();
+        let filter = episode_filter(filter);
         format!(
             "WITH
              v AS (SELECT episode_id, revision, y,
@@ -136,6 +134,14 @@ impl Family {
              JOIN episodes e ON e.episode_id = h.episode_id"
         )
     }
+}
+
+/// ` WHERE episode_id IN (...)`: a `--where` condition on `episode_facts` columns applied
+/// to any row source that carries `episode_id` (empty without a condition).
+pub fn episode_filter(filter: Option<&str>) -> String {
+    filter
+        .map(|f| format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
+        .unwrap_or_default()
 }
 
 /// Metrics where a smaller value is the better one.
@@ -376,9 +382,7 @@ impl Engine {
         let sums: Vec<String> =
             family.components.iter().map(|c| format!("CAST(sum(\"{c}\") AS DOUBLE) AS \"{c}\"")).collect();
         let source = family.source_sql(keys, filter);
-        let filter = filter
-            .map(|f| format!("\nWHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
-            .unwrap_or_default();
+        let filter = episode_filter(filter);
         // The resampling unit under a name of its own: `cluster` may be a key as well.
         let mut select = group.clone();
         select.push("CAST(\"cluster\" AS VARCHAR) AS \"__resample_cluster\"".into());
