@@ -1,10 +1,12 @@
 //! Columnar segments are derived data: built after an ingest, rebuilt when missing,
 //! one more per ingest, never needed for `verify`.
 
+use std::path::{Path, PathBuf};
+
 use crate::util::*;
 
 fn segments(store: &TestStore) -> Vec<String> {
-    let dir = store.path().join("columnar").join(epistore_sql::columnar::SCHEMA_DIR);
+    let dir = store.path().join("columnar").join(epistore_sql::columnar::schema_dir());
     let mut names: Vec<String> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries.map(|e| e.unwrap().file_name().into_string().unwrap()).collect(),
         Err(_) => Vec::new(),
@@ -37,7 +39,7 @@ fn segments_follow_ingests_and_rebuild_from_the_store() {
 fn a_segment_abandoned_mid_build_is_cleared_and_rebuilt() {
     let store = TestStore::new();
     assert!(store.ingest(&[&dataset()]).status.success());
-    let dir = store.path().join("columnar").join(epistore_sql::columnar::SCHEMA_DIR);
+    let dir = store.path().join("columnar").join(epistore_sql::columnar::schema_dir());
     // What a process killed while building leaves: a hidden temporary directory. Its pid
     // (u32::MAX - 1) cannot be a running process.
     let abandoned = dir.join(format!(".000000000001-000000000001.{}.tmp", u32::MAX - 1));
@@ -47,4 +49,56 @@ fn a_segment_abandoned_mid_build_is_cleared_and_rebuilt() {
     assert_eq!(store.episode_count(), 4);
     assert!(!abandoned.exists(), "abandoned build left behind");
     assert_eq!(segments(&store), ["000000000001-000000000001"]);
+}
+
+/// Every row of `sql` as text, sorted (row order is not part of a view's answer).
+fn sorted_rows(engine: &epistore_sql::Engine, sql: &str) -> Vec<String> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let batches = runtime.block_on(engine.query(sql)).unwrap();
+    let text = epistore_sql::format_batches(&batches, epistore_sql::Format::Csv).unwrap();
+    let mut rows: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn stored_per_episode_views_equal_their_sql_over_the_tables() {
+    let store = TestStore::new();
+    let pop = store.dir.path().join("pop");
+    let out = store.run(&["synth", "--episodes", "160", "--out", pop.to_str().unwrap(), "--seed", "5", "--output-scale", "0.05", "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Three ingests, so the views are stored in three segments and read as their union.
+    let models: Vec<PathBuf> = std::fs::read_dir(&pop).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    assert!(models.len() >= 2, "the synthetic population spans models");
+    let (first, rest) = models.split_at(1);
+    assert!(store.ingest(&[&first[0]]).status.success());
+    let (second, third) = rest.split_at(rest.len() / 2);
+    for part in [second, third] {
+        let paths: Vec<&Path> = part.iter().map(PathBuf::as_path).collect();
+        if !paths.is_empty() {
+            assert!(store.ingest(&paths).status.success());
+        }
+    }
+    let segments = segments(&store);
+    assert!(segments.len() >= 2, "{segments:?}");
+    for segment in &segments {
+        for view in epistore_sql::views::PER_EPISODE {
+            let file = store.path().join("columnar").join(epistore_sql::columnar::schema_dir()).join(segment).join(format!("{view}.parquet"));
+            assert!(file.is_file(), "{} missing", file.display());
+        }
+    }
+
+    let reader = epistore_store::Store::open_read_only(store.path()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stored = runtime.block_on(epistore_sql::Engine::open(&reader)).unwrap();
+    let computed = runtime.block_on(epistore_sql::Engine::open_direct(&reader)).unwrap();
+    for view in epistore_sql::views::PER_EPISODE {
+        let sql = format!("SELECT * FROM {view}");
+        let (a, b) = (sorted_rows(&stored, &sql), sorted_rows(&computed, &sql));
+        assert!(!b.is_empty() || *view == "localisation_facts", "{view}: the population should give it rows");
+        assert_eq!(a, b, "{view}: stored rows differ from the SQL over the tables");
+    }
+    // The catalog still calls them views.
+    let kinds = sorted_rows(&stored, "SELECT table_name, table_type FROM information_schema.tables WHERE table_name = 'episode_facts'");
+    assert_eq!(kinds, ["episode_facts,VIEW"]);
 }

@@ -2,11 +2,16 @@
 //! store and kept beside it, so a session reads only the columns and row groups a
 //! query needs instead of decoding every episode.
 //!
-//! Layout: `<store>/columnar/<SCHEMA_DIR>/<first>-<last>/<table>.parquet`, one directory
+//! Layout: `<store>/columnar/<schema_dir()>/<first>-<last>/<table>.parquet`, one directory
 //! per segment covering the ingest-log entries `first..=last`. Segments are immutable
 //! and written whole: built in a temporary directory, then renamed into place. Rows are
 //! sorted by (model, harness_level, task, episode_id), so the row-group statistics on the
 //! cell keys let a filter on one model or cell skip the rest of the file.
+//!
+//! Each segment also stores the per-episode views ([`views::PER_EPISODE`]) computed
+//! over its own episodes, `<view>.parquet` beside the tables, so the metric views only
+//! roll up per-episode rows at query time. The directory name carries a fingerprint of
+//! that SQL: segments written by other SQL are never read (they are rebuilt).
 //!
 //! The store stays the source of truth: a missing segment is rebuilt from it, a segment
 //! newer than a session's snapshot is ignored by that session, and deleting the whole
@@ -14,7 +19,13 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::error::DataFusionError;
+use datafusion::prelude::SessionContext;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
@@ -24,9 +35,23 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::tables::{Loaded, TableKind};
+use crate::views;
 
 /// Bumped with the SQL schema: segments of another schema are never read.
-pub const SCHEMA_DIR: &str = "epistore-sql-1";
+const SCHEMA_GENERATION: &str = "epistore-sql-2";
+
+/// The directory of this build's segments: the schema generation and a fingerprint of
+/// the per-episode SQL stored in them (a changed query file means other rows).
+pub fn schema_dir() -> &'static str {
+    static DIR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let mut hasher = blake3::Hasher::new();
+        for name in views::PER_EPISODE {
+            hasher.update(name.as_bytes()).update(b"\0").update(views::sql_of(name).expect("shipped").as_bytes()).update(b"\0");
+        }
+        format!("{SCHEMA_GENERATION}-{}", &hasher.finalize().to_hex()[..12])
+    })
+}
 /// At most about this many episodes per segment: a segment is built in memory.
 const SEGMENT_EPISODES: usize = 8_192;
 /// Episodes decoded and turned into Arrow at a time while building a segment.
@@ -43,12 +68,17 @@ pub struct Segment {
 
 impl Segment {
     pub fn file(&self, kind: TableKind) -> PathBuf {
-        self.dir.join(format!("{}.parquet", kind.name()))
+        self.table_file(kind.name())
+    }
+
+    /// The file of a base table or of a stored per-episode view.
+    pub fn table_file(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.parquet"))
     }
 }
 
 pub fn columnar_dir(store: &Store) -> PathBuf {
-    store.dir().join("columnar").join(SCHEMA_DIR)
+    store.dir().join("columnar").join(schema_dir())
 }
 
 fn segment_name(first: u64, last: u64) -> String {
@@ -197,6 +227,9 @@ fn write_segment(
         let file = std::fs::File::create(&path).map_err(|e| io(&path, e))?;
         writers.push(ArrowWriter::try_new(file, kind.schema(), Some(properties.clone()))?);
     }
+    // Per-episode views: written as each chunk's rows come (a chunk holds whole
+    // episodes, so its rows are final); a writer opens with the first chunk's schema.
+    let mut derived_writers: Vec<Option<ArrowWriter<std::fs::File>>> = views::PER_EPISODE.iter().map(|_| None).collect();
     let mut written = 0u64;
     for (records, loaded) in records.chunks(BUILD_CHUNK).zip(loaded.chunks(BUILD_CHUNK)) {
         let built: Vec<RecordBatch> = TableKind::ALL
@@ -208,10 +241,24 @@ fn write_segment(
                 writer.write(batch)?;
             }
         }
+        let derived = derive_per_episode(&built)?;
+        for ((slot, name), (schema, batches)) in derived_writers.iter_mut().zip(views::PER_EPISODE).zip(derived) {
+            let writer = match slot {
+                Some(writer) => writer,
+                None => {
+                    let path = tmp.join(format!("{name}.parquet"));
+                    let file = std::fs::File::create(&path).map_err(|e| io(&path, e))?;
+                    slot.insert(ArrowWriter::try_new(file, schema, Some(properties.clone()))?)
+                }
+            };
+            for batch in batches.iter().filter(|b| b.num_rows() > 0) {
+                writer.write(batch)?;
+            }
+        }
         written += records.len() as u64;
         progress(written);
     }
-    for writer in writers {
+    for writer in writers.into_iter().chain(derived_writers.into_iter().flatten()) {
         writer.close()?;
     }
     // Another reader may have built the same segment meanwhile: theirs is as good.
@@ -223,6 +270,44 @@ fn write_segment(
         Err(e) => return Err(io(&target, e)),
     }
     Ok(Segment { first, last, dir: target })
+}
+
+/// The [`views::PER_EPISODE`] views over one chunk's base tables (given in
+/// `TableKind::ALL` order): per view, the schema of its plan and its rows.
+///
+/// Runs the shipped SQL in a private session on a thread of its own with a
+/// single-threaded runtime: callers may be inside an async runtime (a session building
+/// missing segments) or not (an ingest), and a chunk is small enough for one core.
+fn derive_per_episode(base: &[RecordBatch]) -> Result<Vec<(SchemaRef, Vec<RecordBatch>)>> {
+    let run = || -> Result<Vec<(SchemaRef, Vec<RecordBatch>)>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| Error::DataFusion(DataFusionError::External(Box::new(e))))?;
+        runtime.block_on(async {
+            let ctx = SessionContext::new_with_config(crate::session_config().with_target_partitions(1));
+            ctx.register_udf(views::location_overlaps());
+            for (kind, batch) in TableKind::ALL.iter().zip(base) {
+                ctx.register_batch(kind.name(), batch.clone())?;
+            }
+            let mut out = Vec::with_capacity(views::PER_EPISODE.len());
+            for name in views::PER_EPISODE {
+                let sql = views::sql_of(name).expect("shipped");
+                let plan = ctx
+                    .sql(sql)
+                    .await
+                    .map_err(|e| e.context(format!("computing the view `{name}` for a segment")))?
+                    .create_physical_plan()
+                    .await?;
+                let schema = plan.schema();
+                let batches = datafusion::physical_plan::collect(plan, ctx.task_ctx()).await?;
+                // Later views may read this one (verifier_judgements reads oracle_verdicts).
+                ctx.register_table(*name, Arc::new(MemTable::try_new(schema.clone(), vec![batches.clone()])?))?;
+                out.push((schema, batches));
+            }
+            Ok(out)
+        })
+    };
+    std::thread::scope(|scope| scope.spawn(run).join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
 }
 
 /// Builds segments during an ingest from the episodes each commit hands over, so they

@@ -16,7 +16,10 @@ pub mod views;
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
 use datafusion::execution::context::SQLOptions;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
@@ -33,6 +36,15 @@ pub const SCHEMA_VERSION: &str = "epistore-sql/1";
 
 /// Keys `Engine::metrics_sql` can group by.
 pub const METRIC_KEYS: &[&str] = &["model", "harness_level", "task", "cluster"];
+
+/// The settings of every session over store tables, the ones that compute stored
+/// per-episode views included (so both plan the same SQL the same way).
+pub(crate) fn session_config() -> SessionConfig {
+    let mut config = SessionConfig::new().with_default_catalog_and_schema("epistore", "public");
+    // Read strings back as the Utf8 the tables declare.
+    config.options_mut().execution.parquet.schema_force_view_types = false;
+    config
+}
 
 /// A SQL session over one consistent snapshot of a store.
 pub struct Engine {
@@ -79,21 +91,24 @@ impl Engine {
             Err(e) => return Err(e),
         };
         let ctx = Self::context_for_store();
+        // The Parquet files of one table (or stored view) across every segment.
+        let over_segments = |name: &str, schema: SchemaRef| -> Result<Arc<dyn TableProvider>> {
+            if segments.is_empty() {
+                return Ok(Arc::new(MemTable::try_new(schema, vec![vec![]])?));
+            }
+            let urls = segments
+                .iter()
+                .map(|s| ListingTableUrl::parse(s.table_file(name).to_string_lossy()))
+                .collect::<datafusion::error::Result<Vec<_>>>()?;
+            let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+            let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
+            Ok(Arc::new(ListingTable::try_new(config)?))
+        };
         for kind in TableKind::ALL {
-            let table: Arc<dyn datafusion::catalog::TableProvider> = if segments.is_empty() {
-                Arc::new(datafusion::datasource::MemTable::try_new(kind.schema(), vec![vec![]])?)
-            } else {
-                let urls = segments
-                    .iter()
-                    .map(|s| ListingTableUrl::parse(s.file(kind).to_string_lossy()))
-                    .collect::<datafusion::error::Result<Vec<_>>>()?;
-                let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
-                let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(kind.schema());
-                Arc::new(ListingTable::try_new(config)?)
-            };
-            ctx.register_table(kind.name(), table)?;
+            ctx.register_table(kind.name(), over_segments(kind.name(), kind.schema())?)?;
         }
-        Self::finish(ctx, snapshot_seq, episodes, None).await
+        let stored_views = |name: &str, schema: SchemaRef| over_segments(name, schema).map(Some);
+        Self::finish(ctx, snapshot_seq, episodes, None, &stored_views).await
     }
 
     /// Registers tables that decode episodes straight from the store (no columnar
@@ -107,20 +122,22 @@ impl Engine {
         for kind in TableKind::ALL {
             ctx.register_table(kind.name(), Arc::new(StoreTable::new(kind, data.clone())))?;
         }
-        Self::finish(ctx, snapshot_seq, episodes, Some(data)).await
+        Self::finish(ctx, snapshot_seq, episodes, Some(data), &|_, _| Ok(None)).await
     }
 
     fn context_for_store() -> SessionContext {
-        let mut config =
-            SessionConfig::new().with_information_schema(true).with_default_catalog_and_schema("epistore", "public");
-        // Read strings back as the Utf8 the tables declare.
-        config.options_mut().execution.parquet.schema_force_view_types = false;
-        SessionContext::new_with_config(config)
+        SessionContext::new_with_config(session_config().with_information_schema(true))
     }
 
-    async fn finish(ctx: SessionContext, snapshot_seq: u64, episodes: u64, data: Option<Arc<StoreData>>) -> Result<Engine> {
+    async fn finish(
+        ctx: SessionContext,
+        snapshot_seq: u64,
+        episodes: u64,
+        data: Option<Arc<StoreData>>,
+        stored_views: views::Materialized<'_>,
+    ) -> Result<Engine> {
         ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
-        views::register(&ctx).await?;
+        views::register(&ctx, stored_views).await?;
         Ok(Engine { ctx, snapshot_seq, data })
     }
 

@@ -8,8 +8,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::Statistics;
+use datafusion::datasource::TableType;
+use datafusion::logical_expr::TableProviderFilterPushDown;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::datasource::ViewTable;
 use datafusion::common::{plan_err, ScalarValue};
 use datafusion::error::Result as DfResult;
@@ -40,6 +44,25 @@ pub const VIEWS: &[(&str, &str)] = &[
     ("label_audit", include_str!("../../../queries/label_audit.sql")),
 ];
 
+/// The views whose rows each come from one episode's rows alone (every join and window
+/// in them is within one `episode_id`). Their answer over a set of episodes is the
+/// union of their answers over any split of it, so each columnar segment stores them
+/// computed over its own episodes ([`crate::columnar`]) and a session reads them as
+/// tables: the metric views then only roll up per-episode rows. In dependency order.
+pub const PER_EPISODE: &[&str] = &[
+    "episode_facts",
+    "oracle_verdicts",
+    "verifier_judgements",
+    "revision_pairs",
+    "verifier_pair_judgements",
+    "localisation_facts",
+];
+
+/// The SQL of a shipped view.
+pub fn sql_of(name: &str) -> Option<&'static str> {
+    VIEWS.iter().find(|(n, _)| *n == name).map(|(_, sql)| *sql)
+}
+
 /// The body of the `verifier_pairs_at(c)` table function; `:coverage` is replaced.
 pub const VERIFIER_PAIRS_AT: &str = include_str!("../../../queries/verifier_pairs_at.sql");
 
@@ -65,16 +88,62 @@ pub fn cell_metrics_by(keys: &[&str]) -> String {
         .join("\n")
 }
 
-pub(crate) async fn register(ctx: &SessionContext) -> Result<()> {
+/// Where a session finds a [`PER_EPISODE`] view already computed: given its name and
+/// the schema its SQL plans to, a table holding its rows, or None to plan it as a view.
+pub(crate) type Materialized<'a> = &'a (dyn Fn(&str, SchemaRef) -> Result<Option<Arc<dyn TableProvider>>> + Sync);
+
+pub(crate) async fn register(ctx: &SessionContext, materialized: Materialized<'_>) -> Result<()> {
     ctx.register_udf(location_overlaps());
     ctx.register_udaf(crate::cluster_ci::udaf());
     ctx.register_udtf("verifier_pairs_at", Arc::new(VerifierPairsAt));
     for (name, sql) in VIEWS {
-        ctx.sql(&format!("CREATE VIEW {name} AS {sql}"))
-            .await
-            .map_err(|e| e.context(format!("registering the view `{name}` (queries/{name}.sql)")))?;
+        let context = |e: datafusion::error::DataFusionError| e.context(format!("registering the view `{name}` (queries/{name}.sql)"));
+        if PER_EPISODE.contains(name) {
+            // Planned all the same: the stored rows must have the schema the SQL gives.
+            let schema = Arc::new(ctx.sql(sql).await.map_err(context)?.schema().as_arrow().clone());
+            if let Some(table) = materialized(name, schema)? {
+                ctx.register_table(*name, Arc::new(StoredView(table)))?;
+                continue;
+            }
+        }
+        ctx.sql(&format!("CREATE VIEW {name} AS {sql}")).await.map_err(context)?;
     }
     Ok(())
+}
+
+/// A per-episode view read from stored rows: still a view to the catalog (its rows are
+/// its SQL's, computed ahead), scanned like the table underneath, with the same
+/// projection, filter and limit pushdown.
+#[derive(Debug)]
+struct StoredView(Arc<dyn TableProvider>);
+
+#[async_trait::async_trait]
+impl TableProvider for StoredView {
+    fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        self.0.supports_filters_pushdown(filters)
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        self.0.statistics()
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        self.0.scan(state, projection, filters, limit).await
+    }
 }
 
 /// `location_overlaps(prediction, truth)`: same path and overlapping inclusive line
