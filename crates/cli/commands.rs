@@ -471,6 +471,16 @@ pub fn compact(store_dir: &Path) -> Result<ExitCode> {
     drop(store);
     let after = std::fs::metadata(&file)?.len();
     println!("{:.1} MB -> {:.1} MB", before as f64 / 1e6, after as f64 / 1e6);
+    // Segments written by builds with another SQL schema or other per-episode view SQL
+    // are never read by this build: derived data, so removing them loses nothing.
+    if let Ok(entries) = std::fs::read_dir(store_dir.join("columnar")) {
+        for entry in entries.filter_map(|e| e.ok()) {
+            if entry.path().is_dir() && entry.file_name() != epistore_sql::columnar::schema_dir() {
+                std::fs::remove_dir_all(entry.path())?;
+                println!("removed columnar segments of another build: {}", entry.path().display());
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -102,3 +102,17 @@ fn stored_per_episode_views_equal_their_sql_over_the_tables() {
     let kinds = sorted_rows(&stored, "SELECT table_name, table_type FROM information_schema.tables WHERE table_name = 'episode_facts'");
     assert_eq!(kinds, ["episode_facts,VIEW"]);
 }
+
+#[test]
+fn compact_removes_segments_of_other_builds_only() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let old = store.path().join("columnar").join("epistore-sql-1").join("000000000001-000000000001");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("episodes.parquet"), b"old build").unwrap();
+    let out = store.run(&["compact"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!old.parent().unwrap().exists(), "segments of another build kept");
+    assert_eq!(segments(&store), ["000000000001-000000000001"]);
+    assert_eq!(store.episode_count(), 4);
+}
