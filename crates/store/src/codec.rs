@@ -24,8 +24,22 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 
 /// Tag byte + payload: zstd when it makes the blob smaller, raw otherwise.
 pub(crate) fn encode_blob(bytes: &[u8]) -> Vec<u8> {
+    thread_local! {
+        // One compression context per thread, reused: creating a context per blob
+        // (zstd::bulk::compress) cost as much as compressing small blobs.
+        static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
+    }
+    let compress = |bytes: &[u8]| {
+        COMPRESSOR.with_borrow_mut(|slot| {
+            let compressor = match slot {
+                Some(c) => c,
+                None => slot.insert(zstd::bulk::Compressor::new(ZSTD_LEVEL)?),
+            };
+            compressor.compress(bytes)
+        })
+    };
     if bytes.len() >= MIN_COMPRESS {
-        if let Ok(compressed) = zstd::bulk::compress(bytes, ZSTD_LEVEL) {
+        if let Ok(compressed) = compress(bytes) {
             if compressed.len() + 1 < bytes.len() {
                 let mut out = Vec::with_capacity(compressed.len() + 1);
                 out.push(ZSTD);

@@ -138,6 +138,22 @@ fn prepare_chunk(sources: &[Source], limits: &Limits) -> Vec<Item> {
         .collect()
 }
 
+/// The threads that read and prepare packages: more than the cores, because on a cold
+/// page cache a package spends most of its time waiting for the disk, and only many
+/// reads in flight keep a (virtual) disk busy. The CPU work still shares the cores.
+fn prepare_pool() -> Result<rayon::ThreadPool> {
+    let threads = std::env::var("EPISTORE_INGEST_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| (4 * rayon::current_num_threads()).max(8));
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("epistore-prepare-{i}"))
+        .build()
+        .map_err(|e| Error::Storage(format!("cannot start the ingest threads: {e}")))
+}
+
 fn name_of(e: &epistore_package::Error) -> String {
     match e {
         epistore_package::Error::Invalid(p) => p.package.clone(),
@@ -179,9 +195,10 @@ impl Store {
             // Preparation runs one chunk ahead of the writer.
             let (tx, rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(1);
             let limits = options.limits;
+            let pool = prepare_pool()?;
             scope.spawn(move || {
                 for part in sources.chunks(chunk) {
-                    if tx.send((part.len(), prepare_chunk(part, &limits))).is_err() {
+                    if tx.send((part.len(), pool.install(|| prepare_chunk(part, &limits)))).is_err() {
                         break; // the writer failed and stopped listening
                     }
                 }
