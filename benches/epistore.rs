@@ -65,6 +65,60 @@ fn bench_ingest(c: &mut Criterion) {
     group.finish();
 }
 
+/// Copies a store directory (the redb file; no columnar segments are built here).
+fn copy_store(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// The cost of one batch must not grow with the store: the same 500 new episodes into
+/// an empty store and into a store already holding 20,000 (with small tool outputs, so
+/// the setup stays quick; what grows is the number of keys in every B-tree).
+fn bench_batch_cost(c: &mut Criterion) {
+    let work = tempfile::tempdir().unwrap();
+    let batch = work.path().join("batch");
+    let bytes = population(&batch, 500);
+    let sources = discover(&[batch]).unwrap();
+    let base = work.path().join("base-store");
+    {
+        let packages = work.path().join("base");
+        let config = epistore_synth::Config { episodes: 20_000, seed: 2, output_scale: 0.05, ..Default::default() };
+        epistore_synth::generate(&config, &packages, |_| {}).unwrap();
+        let store = Store::open_or_create(&base).unwrap();
+        let report = store.ingest(&discover(&[packages]).unwrap(), &IngestOptions::default(), |_| {}).unwrap();
+        assert_eq!(report.added(), 20_000);
+    }
+    let mut group = c.benchmark_group("batch_cost");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes));
+    for held in [0usize, 20_000] {
+        group.bench_function(format!("500_episodes_into_a_store_of_{held}"), |b| {
+            b.iter_batched(
+                || {
+                    let dir = tempfile::tempdir().unwrap();
+                    if held > 0 {
+                        copy_store(&base, dir.path());
+                    }
+                    dir
+                },
+                |dir| {
+                    let store = Store::open_or_create(dir.path()).unwrap();
+                    let report = store.ingest(&sources, &IngestOptions::default(), |_| {}).unwrap();
+                    assert_eq!(report.added(), 500);
+                    dir
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
 fn bench_queries(c: &mut Criterion) {
     let work = tempfile::tempdir().unwrap();
     let packages = work.path().join("packages");
@@ -90,5 +144,5 @@ fn bench_queries(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_parse, bench_ingest, bench_queries);
+criterion_group!(benches, bench_parse, bench_ingest, bench_batch_cost, bench_queries);
 criterion_main!(benches);
