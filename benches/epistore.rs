@@ -42,29 +42,6 @@ fn bench_parse(c: &mut Criterion) {
     group.finish();
 }
 
-fn bench_ingest(c: &mut Criterion) {
-    let work = tempfile::tempdir().unwrap();
-    let packages = work.path().join("packages");
-    let bytes = population(&packages, 500);
-    let sources = discover(&[packages]).unwrap();
-    let mut group = c.benchmark_group("ingest");
-    group.sample_size(10);
-    group.throughput(Throughput::Bytes(bytes));
-    group.bench_function("500_episodes_into_a_new_store", |b| {
-        b.iter_batched(
-            || tempfile::tempdir().unwrap(),
-            |dir| {
-                let store = Store::open_or_create(dir.path()).unwrap();
-                let report = store.ingest(&sources, &IngestOptions::default(), |_| {}).unwrap();
-                assert_eq!(report.added(), 500);
-                dir
-            },
-            BatchSize::PerIteration,
-        )
-    });
-    group.finish();
-}
-
 /// Copies a store directory (the redb file; no columnar segments are built here).
 fn copy_store(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -93,7 +70,7 @@ fn bench_batch_cost(c: &mut Criterion) {
         let report = store.ingest(&discover(&[packages]).unwrap(), &IngestOptions::default(), |_| {}).unwrap();
         assert_eq!(report.added(), 20_000);
     }
-    let mut group = c.benchmark_group("batch_cost");
+    let mut group = c.benchmark_group("ingest");
     group.sample_size(10);
     group.throughput(Throughput::Bytes(bytes));
     for held in [0usize, 20_000] {
@@ -144,5 +121,5 @@ fn bench_queries(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_parse, bench_ingest, bench_batch_cost, bench_queries);
+criterion_group!(benches, bench_parse, bench_batch_cost, bench_queries);
 criterion_main!(benches);

@@ -64,9 +64,7 @@ fn sorted_rows(engine: &epistore_sql::Engine, sql: &str) -> Vec<String> {
 #[test]
 fn stored_per_episode_views_equal_their_sql_over_the_tables() {
     let store = TestStore::new();
-    let pop = store.dir.path().join("pop");
-    let out = store.run(&["synth", "--episodes", "160", "--out", pop.to_str().unwrap(), "--seed", "5", "--output-scale", "0.05", "--quiet"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pop = store.synth(160, 5);
     // Three ingests, so the views are stored in three segments and read as their union.
     let models: Vec<PathBuf> = std::fs::read_dir(&pop).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     assert!(models.len() >= 2, "the synthetic population spans models");

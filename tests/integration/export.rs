@@ -3,11 +3,9 @@
 
 use crate::util::{text, TestStore};
 
-fn synthetic(episodes: &str) -> TestStore {
+fn synthetic(episodes: usize) -> TestStore {
     let store = TestStore::new();
-    let pop = store.dir.path().join("pop");
-    let out = store.run(&["synth", "--episodes", episodes, "--out", pop.to_str().unwrap(), "--seed", "2", "--output-scale", "0.05", "--quiet"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pop = store.synth(episodes, 2);
     assert!(store.ingest(&[&pop]).status.success());
     store
 }
@@ -15,7 +13,7 @@ fn synthetic(episodes: &str) -> TestStore {
 /// More partitions than the 64 writers kept open: every row is written once.
 #[test]
 fn more_partitions_than_open_writers() {
-    let store = synthetic("200");
+    let store = synthetic(200);
     let out = store.dir.path().join("by_episode");
     let run = store.run(&["export", "--table", "checks", "--partition-by", "episode_id", "--format", "jsonl", "--out", out.to_str().unwrap(), "--quiet"]);
     assert!(run.status.success(), "{}", text(&run.stderr));
@@ -38,7 +36,7 @@ fn more_partitions_than_open_writers() {
 /// A partition column named like a path stays a directory name inside --out.
 #[test]
 fn partition_column_names_cannot_leave_the_output() {
-    let store = synthetic("4");
+    let store = synthetic(4);
     let root = store.dir.path().join("nested");
     std::fs::create_dir_all(&root).unwrap();
     let out = root.join("out");

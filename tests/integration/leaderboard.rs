@@ -97,13 +97,9 @@ fn tie_groups_and_holm_worked_by_hand() {
     assert_eq!(alpha_gamma["p_holm"], json!(0.046875));
 }
 
-fn synthetic_store(episodes: &str) -> TestStore {
+fn synthetic_store(episodes: usize) -> TestStore {
     let store = TestStore::new();
-    let pop = store.dir.path().join("pop");
-    let out = store.run(&[
-        "synth", "--episodes", episodes, "--out", pop.to_str().unwrap(), "--seed", "7", "--output-scale", "0.05", "--quiet",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pop = store.synth(episodes, 7);
     assert!(store.ingest(&[&pop]).status.success());
     store
 }
@@ -112,7 +108,7 @@ fn synthetic_store(episodes: &str) -> TestStore {
 /// must give the same board byte for byte. `EPISTORE_GOLDEN_UPDATE=1` rewrites it.
 #[test]
 fn seeded_leaderboard_matches_its_golden_file() {
-    let store = synthetic_store("120");
+    let store = synthetic_store(120);
     let args = ["leaderboard", "--metric", "avs_rate", "--by", "harness_level", "--format", "json", "--replicates", "500", "--seed", "3"];
     let out = store.run(&args);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -141,7 +137,7 @@ fn seeded_leaderboard_matches_its_golden_file() {
 /// over the same clusters, so they print the same interval.
 #[test]
 fn cluster_ci_in_sql_agrees_with_metrics_ci() {
-    let store = synthetic_store("80");
+    let store = synthetic_store(80);
     let out = store.run(&["metrics", "--ci", "--by", "model", "--format", "json", "--replicates", "300", "--seed", "11"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let cli: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -229,7 +225,7 @@ fn leaderboard_page_renders_in_headless_chromium() {
         eprintln!("skipped: no Chromium at {chromium} or PLAYWRIGHT_CORE unset");
         return;
     }
-    let store = synthetic_store("200");
+    let store = synthetic_store(200);
     let page = store.dir.path().join("board.html");
     let out = store.run(&["leaderboard", "--metric", "sound_completion", "--format", "html", "--out", page.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -255,7 +251,7 @@ fn leaderboard_page_renders_in_headless_chromium() {
 /// revision_correctness when a query read no column of its revision list.)
 #[test]
 fn every_view_counts_the_rows_it_returns() {
-    let store = synthetic_store("150");
+    let store = synthetic_store(150);
     for (view, _) in epistore_sql::views::VIEWS {
         let all = store.sql(&format!("SELECT * FROM {view}")).len() as i64;
         let counted = store.sql(&format!("SELECT count(*) AS c FROM {view}"))[0]["c"].as_i64().unwrap();

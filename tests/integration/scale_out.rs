@@ -90,9 +90,7 @@ async fn ballista_context(export: &Path) -> SessionContext {
 #[test]
 fn shipped_queries_on_ballista_match_the_embedded_engine() {
     let store = TestStore::new();
-    let pop = store.dir.path().join("pop");
-    let out = store.run(&["synth", "--episodes", "160", "--out", pop.to_str().unwrap(), "--seed", "3", "--output-scale", "0.05", "--quiet"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pop = store.synth(160, 3);
     assert!(store.ingest(&[&pop]).status.success());
     let export = store.dir.path().join("export");
     let out = store.run(&["export", "--all", "--out", export.to_str().unwrap(), "--quiet"]);

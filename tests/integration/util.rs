@@ -42,6 +42,16 @@ impl TestStore {
         self.command().args(args).output().unwrap()
     }
 
+    /// Writes a synthetic population (`epistore synth`, small tool outputs) beside the
+    /// store and returns its directory; nothing is ingested.
+    pub fn synth(&self, episodes: usize, seed: u64) -> PathBuf {
+        let pop = self.dir.path().join("pop");
+        let (episodes, seed) = (episodes.to_string(), seed.to_string());
+        let out = self.run(&["synth", "--episodes", &episodes, "--out", pop.to_str().unwrap(), "--seed", &seed, "--output-scale", "0.05", "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        pop
+    }
+
     pub fn ingest(&self, paths: &[&Path]) -> Output {
         let mut cmd = self.command();
         cmd.arg("ingest").arg("--quiet");
