@@ -18,7 +18,6 @@
 //! `columnar/` directory loses nothing.
 
 use std::path::{Path, PathBuf};
-
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
@@ -67,10 +66,6 @@ pub struct Segment {
 }
 
 impl Segment {
-    pub fn file(&self, kind: TableKind) -> PathBuf {
-        self.table_file(kind.name())
-    }
-
     /// The file of a base table or of a stored per-episode view.
     pub fn table_file(&self, name: &str) -> PathBuf {
         self.dir.join(format!("{name}.parquet"))
