@@ -65,20 +65,26 @@ fn sorted_rows(engine: &epistore_sql::Engine, sql: &str) -> Vec<String> {
 fn stored_per_episode_views_equal_their_sql_over_the_tables() {
     let store = TestStore::new();
     let pop = store.synth(160, 5);
-    // Three ingests, so the views are stored in three segments and read as their union.
-    let models: Vec<PathBuf> = std::fs::read_dir(&pop).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    assert!(models.len() >= 2, "the synthetic population spans models");
-    let (first, rest) = models.split_at(1);
-    assert!(store.ingest(&[&first[0]]).status.success());
-    let (second, third) = rest.split_at(rest.len() / 2);
-    for part in [second, third] {
-        let paths: Vec<&Path> = part.iter().map(PathBuf::as_path).collect();
-        if !paths.is_empty() {
-            assert!(store.ingest(&paths).status.success());
+    // Three ingests taking every third package, so every cell, and the attempts of one
+    // seed, are spread over three segments: a view that reached beyond one episode (a
+    // cell total, the latest attempt) would differ from its SQL over the whole store.
+    let mut packages: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![pop.clone()];
+    while let Some(dir) = dirs.pop() {
+        if dir.join("manifest.json").is_file() {
+            packages.push(dir);
+            continue;
         }
+        dirs.extend(std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()));
+    }
+    packages.sort();
+    assert_eq!(packages.len(), 160);
+    for part in 0..3 {
+        let paths: Vec<&Path> = packages.iter().skip(part).step_by(3).map(PathBuf::as_path).collect();
+        assert!(store.ingest(&paths).status.success());
     }
     let segments = segments(&store);
-    assert!(segments.len() >= 2, "{segments:?}");
+    assert_eq!(segments.len(), 3, "{segments:?}");
     for segment in &segments {
         for view in epistore_sql::views::PER_EPISODE {
             let file = store.path().join("columnar").join(epistore_sql::columnar::schema_dir()).join(segment).join(format!("{view}.parquet"));
