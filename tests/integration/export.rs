@@ -4,10 +4,7 @@
 use crate::util::{text, TestStore};
 
 fn synthetic(episodes: usize) -> TestStore {
-    let store = TestStore::new();
-    let pop = store.synth(episodes, 2);
-    assert!(store.ingest(&[&pop]).status.success());
-    store
+    TestStore::synthetic(episodes, 2)
 }
 
 /// More partitions than the 64 writers kept open: every row is written once.

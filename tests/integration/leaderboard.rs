@@ -98,10 +98,7 @@ fn tie_groups_and_holm_worked_by_hand() {
 }
 
 fn synthetic_store(episodes: usize) -> TestStore {
-    let store = TestStore::new();
-    let pop = store.synth(episodes, 7);
-    assert!(store.ingest(&[&pop]).status.success());
-    store
+    TestStore::synthetic(episodes, 7)
 }
 
 /// Golden output of a seeded bootstrap on a small synthetic population: the same seed

@@ -89,9 +89,7 @@ async fn ballista_context(export: &Path) -> SessionContext {
 
 #[test]
 fn shipped_queries_on_ballista_match_the_embedded_engine() {
-    let store = TestStore::new();
-    let pop = store.synth(160, 3);
-    assert!(store.ingest(&[&pop]).status.success());
+    let store = TestStore::synthetic(160, 3);
     let export = store.dir.path().join("export");
     let out = store.run(&["export", "--all", "--out", export.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

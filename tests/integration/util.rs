@@ -52,6 +52,14 @@ impl TestStore {
         pop
     }
 
+    /// A store holding a synthetic population of `episodes` ([`TestStore::synth`]).
+    pub fn synthetic(episodes: usize, seed: u64) -> TestStore {
+        let store = TestStore::new();
+        let pop = store.synth(episodes, seed);
+        assert!(store.ingest(&[&pop]).status.success());
+        store
+    }
+
     pub fn ingest(&self, paths: &[&Path]) -> Output {
         let mut cmd = self.command();
         cmd.arg("ingest").arg("--quiet");
