@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Does the cost of one ingest batch grow with the store? (issue 4)
+
+For each base size B (default 0, 20000, 60000 episodes) it builds a base store once
+from `epistore synth --episodes B --seed 2 --output-scale 0.05` (small tool outputs, so
+the setup stays quick; what grows is the number of keys in every B-tree), then, for
+each run, copies that store (the redb file without sparse holes, and its columnar
+segments) and times `epistore ingest` of the same batch of new episodes into the copy
+(`synth --episodes 500 --seed 9`, full-size tool outputs; seed 9 shares no episode with
+the bases). Runs go round-robin over the sizes so a drift in the machine's speed hits
+every size alike. Reports the ingest's own `seconds` and `columnar_seconds` (min /
+median / max) and the wall time of a no-op re-ingest of the same batch.
+
+    python3 benches/batch_cost.py --epistore target/release/epistore
+
+Needs about 1.2 GB of disk per 20,000 base episodes, twice (population, store); the
+population is deleted once its store is built.
+"""
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def run_json(cmd: list[str]) -> dict:
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def synth(epistore: str, episodes: int, seed: int, scale: float, out: Path) -> None:
+    subprocess.run([epistore, "synth", "--episodes", str(episodes), "--seed", str(seed), "--output-scale", str(scale),
+                    "--out", str(out), "--quiet"], check=True)
+
+
+def copy_store(base: Path | None, to: Path) -> None:
+    if to.exists():
+        shutil.rmtree(to)
+    to.mkdir(parents=True)
+    if base is None:
+        return
+    # --sparse=never: the copy is written out like the original, not full of holes
+    # that the next commit would have to allocate.
+    subprocess.run(["cp", "--sparse=never", str(base / "epistore.redb"), str(to / "epistore.redb")], check=True)
+    if (base / "columnar").is_dir():
+        shutil.copytree(base / "columnar", to / "columnar")
+    subprocess.run(["sync"], check=True)
+
+
+def summary(xs: list[float]) -> str:
+    return f"{min(xs):.3f} / {statistics.median(xs):.3f} / {max(xs):.3f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--epistore", required=True, help="the epistore binary (release build)")
+    ap.add_argument("--sizes", default="0,20000,60000", help="base store sizes in episodes, comma separated")
+    ap.add_argument("--batch", type=int, default=500, help="episodes in the timed batch")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--work", default="/tmp/epistore-batch-cost")
+    args = ap.parse_args()
+    epistore = str(Path(args.epistore).resolve())
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    batch = work / f"batch-{args.batch}"
+    if not batch.is_dir():
+        synth(epistore, args.batch, 9, 1.0, batch)
+    bases: dict[int, Path | None] = {}
+    for n in sizes:
+        if n == 0:
+            bases[n] = None
+            continue
+        store = work / f"base-{n}"
+        if not (store / "epistore.redb").is_file():
+            pop = work / f"pop-{n}"
+            if pop.exists():
+                shutil.rmtree(pop)
+            synth(epistore, n, 2, 0.05, pop)
+            report = run_json([epistore, "--store", str(store), "ingest", "--quiet", "--format", "json", str(pop)])
+            shutil.rmtree(pop)
+            print(f"base of {n:,} episodes built in {report['seconds']:.1f} s", file=sys.stderr)
+        bases[n] = store
+
+    seconds: dict[int, list[float]] = {n: [] for n in sizes}
+    columnar: dict[int, list[float]] = {n: [] for n in sizes}
+    noop: dict[int, list[float]] = {n: [] for n in sizes}
+    target = work / "store"
+    for _ in range(args.runs):
+        for n in sizes:
+            copy_store(bases[n], target)
+            cmd = [epistore, "--store", str(target), "ingest", "--quiet", "--format", "json", str(batch)]
+            report = run_json(cmd)
+            if report["added"] != args.batch:
+                print(f"error: the batch added {report['added']} episodes to the base of {n}, not {args.batch}",
+                      file=sys.stderr)
+                return 1
+            seconds[n].append(report["seconds"])
+            columnar[n].append(report["columnar_seconds"])
+            start = time.perf_counter()
+            run_json(cmd)
+            noop[n].append(time.perf_counter() - start)
+    shutil.rmtree(target)
+
+    print(f"| episodes already stored | ingest of {args.batch} new (min / median / max s) | "
+          f"of which columnar | re-ingest, all present (wall s) |")
+    print("|---|---|---|---|")
+    for n in sizes:
+        print(f"| {n:,} | {summary(seconds[n])} | {summary(columnar[n])} | {summary(noop[n])} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
