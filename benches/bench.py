@@ -896,7 +896,7 @@ def report(args, results: list[dict], mach: dict, command: str) -> str:
   `load` (manifest, outcome and the seven traces into typed tables, only the fields the
   metrics need; no validation, no hashing, no content store) and `derive`
   (observed/bound/final revisions, posture), into a fresh """ + ("file database" if args.duckdb_db == "file" else "in-memory database") + f"""
-  per reader, each load after the population's pages were dropped (cold cache). Readers:
+  per reader{', each load after the population' + chr(39) + 's pages were dropped (cold cache)' if args.cache == 'cold' else ''}. Readers:
   `text`: `read_text` + `from_json` with `SET threads` = {t_label} (one per core);
   `text_io`: the same SQL with `SET threads` = {io_label} (`--io-threads`, as many as
   epistore's ingest reads with, in case more threads load a cold cache faster for DuckDB
