@@ -228,6 +228,10 @@ enum Command {
     Synth {
         #[arg(long)]
         episodes: usize,
+        /// Write episodes FIRST..FIRST+EPISODES of the population (parts written this
+        /// way, into one directory or several, equal one run of all of them).
+        #[arg(long, default_value_t = 0)]
+        first: usize,
         #[arg(long)]
         out: PathBuf,
         #[arg(long, default_value_t = 1)]
@@ -347,8 +351,8 @@ fn main() -> ExitCode {
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format } => commands::verify(&cli.store, format),
         Command::Compact => commands::compact(&cli.store),
-        Command::Synth { episodes, out, seed, models, tasks, output_scale, quiet } => {
-            let config = epistore_synth::Config { episodes, seed, models, tasks, output_scale, ..Default::default() };
+        Command::Synth { episodes, first, out, seed, models, tasks, output_scale, quiet } => {
+            let config = epistore_synth::Config { episodes, first, seed, models, tasks, output_scale, ..Default::default() };
             commands::synth(&config, &out, quiet)
         }
     };

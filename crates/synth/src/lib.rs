@@ -40,6 +40,10 @@ pub use world::LEVELS;
 pub struct Config {
     /// Number of episode packages.
     pub episodes: usize,
+    /// Index of the first episode written: a run writes episodes `first..first +
+    /// episodes` of the population's fixed order, so a population too big for the disk
+    /// can be written, ingested and deleted in parts that together equal one run.
+    pub first: usize,
     /// Population seed: same config, byte-identical output.
     pub seed: u64,
     /// Number of models.
@@ -59,6 +63,7 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             episodes: 1000,
+            first: 0,
             seed: 1,
             models: 4,
             tasks: 50,
@@ -179,11 +184,13 @@ fn write_package(out: &Path, package: &episode::Package) -> Result<Summary> {
     })
 }
 
-/// The population in order: rounds of seeds; within a round tasks round-robin over
-/// clusters, then models, then levels; a (cell, seed) may have several attempts, the
-/// earlier ones ending badly. Any prefix is as balanced as it can be.
+/// Episodes `first..first + episodes` of the population in order: rounds of seeds;
+/// within a round tasks round-robin over clusters, then models, then levels; a (cell,
+/// seed) may have several attempts, the earlier ones ending badly. Any prefix is as
+/// balanced as it can be.
 fn population(config: &Config, world: &world::World) -> Vec<episode::Slot> {
-    let mut out = Vec::with_capacity(config.episodes);
+    let end = config.first.saturating_add(config.episodes);
+    let mut out = Vec::with_capacity(end);
     if config.episodes == 0 {
         return out;
     }
@@ -215,7 +222,10 @@ fn population(config: &Config, world: &world::World) -> Vec<episode::Slot> {
                             attempt,
                             retried: attempt < attempts,
                         });
-                        if out.len() == config.episodes {
+                        if out.len() == end {
+                            // Slots are small; building the skipped ones keeps every
+                            // slot's index and attempt chain the same as in one run.
+                            out.drain(..config.first);
                             return out;
                         }
                     }
