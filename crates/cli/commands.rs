@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use epistore_package::{discover, hex};
+use epistore_package::{discover, hex, read_source, RawPackage};
 use epistore_sql::{format_batches, Engine, Format};
-use epistore_store::{IngestOptions, PackageOutcome, Store};
+use epistore_store::{IngestOptions, PackageOutcome, PackageRead, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
@@ -110,22 +110,35 @@ fn progress_bar(quiet: bool, length: u64, unit: &str) -> ProgressBar {
 }
 
 pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: bool, chunk: usize) -> Result<ExitCode> {
-    let started = Instant::now();
     let sources = discover(paths)?;
-    let store = Store::open_or_create(store_dir)?;
     let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let options = IngestOptions { label, chunk_sources: chunk, ..IngestOptions::default() };
+    ingest_units(store_dir, &sources, |s| read_source(s, &options.limits), &options, format, quiet)
+}
 
-    let bar = progress_bar(quiet, sources.len() as u64, "sources");
+/// Ingests packages read from `units` (package sources, or generated packages), building
+/// their columnar segments on the way, and prints the summary.
+fn ingest_units<U: Sync>(
+    store_dir: &Path,
+    units: &[U],
+    read: impl Fn(&U) -> Vec<PackageRead> + Sync + Send,
+    options: &IngestOptions,
+    format: OutputFormat,
+    quiet: bool,
+) -> Result<ExitCode> {
+    let started = Instant::now();
+    let store = Store::open_or_create(store_dir)?;
+    let bar = progress_bar(quiet, units.len() as u64, "sources");
     // Columnar segments for SQL are built from each commit's episodes as they come, so
     // nothing is decoded twice. They are derived data: if building fails, the ingest
     // goes on and queries build what is missing.
     let mut segments = Some(epistore_sql::columnar::IngestSegments::new(&store));
     let mut segment_error = None;
     let mut columnar_time = std::time::Duration::ZERO;
-    let report = store.ingest_observed(
-        &sources,
-        &options,
+    let report = store.ingest_from(
+        units,
+        read,
+        options,
         |p| {
             bar.set_position(p.sources_done as u64);
             bar.set_message(format!("{} packages, {:.1} MB", p.packages_done, p.bytes_read as f64 / 1e6));
@@ -458,6 +471,29 @@ pub fn synth(config: &epistore_synth::Config, out: &Path, quiet: bool) -> Result
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `synth --ingest`: the population goes straight into the store, each package built
+/// in memory on the ingest threads, as if read from the files `synth --out` writes.
+pub fn synth_ingest(config: &epistore_synth::Config, store_dir: &Path, format: OutputFormat, quiet: bool) -> Result<ExitCode> {
+    let generator = epistore_synth::Generator::new(config)?;
+    let label = format!(
+        "synth --episodes {} --first {} --seed {} --models {} --tasks {} --output-scale {}",
+        config.episodes, config.first, config.seed, config.models, config.tasks, config.output_scale
+    );
+    let options = IngestOptions { label, ..IngestOptions::default() };
+    let indices: Vec<usize> = (0..generator.len()).collect();
+    ingest_units(
+        store_dir,
+        &indices,
+        |&i| {
+            let (dir, files) = generator.package(i);
+            vec![Ok(RawPackage::new(format!("synth/{dir}"), files.into_iter().collect()))]
+        },
+        &options,
+        format,
+        quiet,
+    )
 }
 
 pub fn compact(store_dir: &Path) -> Result<ExitCode> {

@@ -232,8 +232,17 @@ enum Command {
         /// way, into one directory or several, equal one run of all of them).
         #[arg(long, default_value_t = 0)]
         first: usize,
+        /// Directory to write the packages to.
+        #[arg(long, required_unless_present = "ingest", conflicts_with = "ingest")]
+        out: Option<PathBuf>,
+        /// Ingest the packages into --store instead of writing files: each is built in
+        /// memory and ingested as if read from its files (for populations whose files
+        /// would not fit on the disk).
         #[arg(long)]
-        out: PathBuf,
+        ingest: bool,
+        /// Summary format with --ingest.
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[arg(long, default_value_t = 4)]
@@ -351,9 +360,12 @@ fn main() -> ExitCode {
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format } => commands::verify(&cli.store, format),
         Command::Compact => commands::compact(&cli.store),
-        Command::Synth { episodes, first, out, seed, models, tasks, output_scale, quiet } => {
+        Command::Synth { episodes, first, out, ingest: _, format, seed, models, tasks, output_scale, quiet } => {
             let config = epistore_synth::Config { episodes, first, seed, models, tasks, output_scale, ..Default::default() };
-            commands::synth(&config, &out, quiet)
+            match out {
+                Some(out) => commands::synth(&config, &out, quiet),
+                None => commands::synth_ingest(&config, &cli.store, format, quiet),
+            }
         }
     };
     match result {

@@ -247,3 +247,33 @@ fn compact_gives_back_space_and_changes_nothing_stored() {
     assert!(std::fs::metadata(&file).unwrap().len() <= size_before);
     assert_eq!(store.episode_count(), 200);
 }
+
+#[test]
+fn synth_ingest_stores_what_ingesting_the_written_files_stores() {
+    // From files: synth --out, then ingest.
+    let from_files = TestStore::new();
+    let pop = from_files.synth(40, 3);
+    assert!(from_files.ingest(&[&pop]).status.success());
+    // Straight into a store, in two parts (the scale benchmark's way).
+    let direct = TestStore::new();
+    for (first, episodes, added) in [("0", "25", 25), ("25", "15", 15)] {
+        let out = direct.run(&[
+            "synth", "--ingest", "--episodes", episodes, "--first", first, "--seed", "3", "--output-scale", "0.05",
+            "--quiet", "--format", "json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["added"], added, "{summary}");
+        assert_eq!(summary["rejected"], 0, "{summary}");
+    }
+    let ids = "SELECT episode_id, package_bytes, model, harness_level, task FROM episodes ORDER BY episode_id";
+    assert_eq!(direct.sql(ids), from_files.sql(ids));
+    let metrics = "SELECT * FROM cell_metrics ORDER BY model, harness_level, task";
+    assert_eq!(direct.sql(metrics), from_files.sql(metrics));
+    // The same episodes, so the written files add nothing.
+    let (code, summary) = direct.ingest_json(&[&pop]);
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!((summary["added"].as_u64(), summary["already_present"].as_u64()), (Some(0), Some(40)));
+    let (ok, report) = direct.verify();
+    assert!(ok, "{report}");
+}

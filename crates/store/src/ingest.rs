@@ -100,6 +100,9 @@ struct Prepared {
     bytes: u64,
 }
 
+/// One package read from a unit: its files, or why it could not be read.
+pub type PackageRead = std::result::Result<RawPackage, epistore_package::Error>;
+
 enum Item {
     Ready(Box<Prepared>),
     Rejected { name: String, id: Option<Hash>, reason: String },
@@ -127,10 +130,10 @@ fn prepare(raw: RawPackage) -> Item {
     Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, episode, blobs, record, traces, bytes }))
 }
 
-fn prepare_chunk(sources: &[Source], limits: &Limits) -> Vec<Item> {
-    sources
+fn prepare_chunk<U: Sync>(units: &[U], read: &(impl Fn(&U) -> Vec<PackageRead> + Sync)) -> Vec<Item> {
+    units
         .par_iter()
-        .flat_map_iter(|source| read_source(source, limits))
+        .flat_map_iter(read)
         .map(|read| match read {
             Ok(raw) => prepare(raw),
             Err(e) => Item::Rejected { name: name_of(&e), id: None, reason: e.to_string() },
@@ -183,22 +186,38 @@ impl Store {
         &self,
         sources: &[Source],
         options: &IngestOptions,
+        progress: impl FnMut(IngestProgress),
+        on_commit: impl FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
+    ) -> Result<IngestReport> {
+        let limits = options.limits;
+        self.ingest_from(sources, |source| read_source(source, &limits), options, progress, on_commit)
+    }
+
+    /// As [`Store::ingest_observed`], with packages from anywhere: `read` turns one unit
+    /// (a source, an index into a generator, ...) into its packages. Units are read on
+    /// the ingest threads, `options.chunk_sources` of them per chunk; progress counts
+    /// units as sources.
+    pub fn ingest_from<U: Sync>(
+        &self,
+        units: &[U],
+        read: impl Fn(&U) -> Vec<PackageRead> + Sync + Send,
+        options: &IngestOptions,
         mut progress: impl FnMut(IngestProgress),
         mut on_commit: impl FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
     ) -> Result<IngestReport> {
         let db = self.writer()?;
         let mut report = IngestReport::default();
         let chunk = options.chunk_sources.max(1);
-        let mut done = IngestProgress { sources_done: 0, sources_total: sources.len(), packages_done: 0, bytes_read: 0 };
+        let mut done = IngestProgress { sources_done: 0, sources_total: units.len(), packages_done: 0, bytes_read: 0 };
 
         std::thread::scope(|scope| -> Result<()> {
             // Preparation runs one chunk ahead of the writer.
             let (tx, rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(1);
-            let limits = options.limits;
             let pool = prepare_pool()?;
+            let read = &read;
             scope.spawn(move || {
-                for part in sources.chunks(chunk) {
-                    if tx.send((part.len(), pool.install(|| prepare_chunk(part, &limits)))).is_err() {
+                for part in units.chunks(chunk) {
+                    if tx.send((part.len(), pool.install(|| prepare_chunk(part, read)))).is_err() {
                         break; // the writer failed and stopped listening
                     }
                 }

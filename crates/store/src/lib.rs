@@ -20,7 +20,7 @@ mod read;
 mod tables;
 
 pub use error::{Error, Result};
-pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageResult};
+pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult};
 pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot, VerifyReport};
 pub use tables::{EpisodeRecord, FileEntry, STORE_FORMAT};
 

@@ -111,7 +111,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 /// parallel on the current rayon pool. `progress` is called after each episode is
 /// written with the number written so far (calls are serialised, counts increase).
 pub fn generate(config: &Config, out: &Path, progress: impl Fn(usize) + Sync) -> Result<Summary> {
-    check(config)?;
+    let generator = Generator::new(config)?;
     match fs::read_dir(out) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -123,13 +123,11 @@ pub fn generate(config: &Config, out: &Path, progress: impl Fn(usize) + Sync) ->
         }
         Err(e) => return Err(io(out)(e)),
     }
-    let world = world::World::new(config);
-    let slots = population(config, &world);
     let done = Mutex::new(0usize);
-    slots
-        .par_iter()
-        .map(|slot| {
-            let package = episode::build(&world, config.seed, config.output_scale, slot);
+    (0..generator.len())
+        .into_par_iter()
+        .map(|i| {
+            let package = generator.build(i);
             let summary = write_package(out, &package)?;
             let mut n = done.lock().unwrap_or_else(|e| e.into_inner());
             *n += 1;
@@ -143,6 +141,47 @@ pub fn generate(config: &Config, out: &Path, progress: impl Fn(usize) + Sync) ->
                 bytes: a.bytes + b.bytes,
             })
         })
+}
+
+/// A population planned but not yet built: each package is built on demand, so a
+/// population can go straight into a store without its files touching the disk (a
+/// million realistic packages are 11 million files).
+pub struct Generator {
+    seed: u64,
+    output_scale: f64,
+    world: world::World,
+    slots: Vec<episode::Slot>,
+}
+
+impl Generator {
+    pub fn new(config: &Config) -> Result<Generator> {
+        check(config)?;
+        let world = world::World::new(config);
+        let slots = population(config, &world);
+        Ok(Generator { seed: config.seed, output_scale: config.output_scale, world, slots })
+    }
+
+    /// Packages in this run (`config.episodes`).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Package `i` of this run (`0..len()`): its directory, relative to the output
+    /// directory, and its files (path inside the package, bytes) as `generate` writes
+    /// them.
+    pub fn package(&self, i: usize) -> (String, Vec<(String, Vec<u8>)>) {
+        let package = self.build(i);
+        let files = package.files.into_iter().map(|(path, bytes)| (path, bytes.into_owned())).collect();
+        (package.dir, files)
+    }
+
+    fn build(&self, i: usize) -> episode::Package<'_> {
+        episode::build(&self.world, self.seed, self.output_scale, &self.slots[i])
+    }
 }
 
 fn check(config: &Config) -> Result<()> {

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""A million episodes on a disk that cannot hold their files (issue 4).
+
+The raw files of a million realistic packages need 50-90 GB; this machine has ~25 GB
+free. So the population is written, ingested and deleted in parts: part k is
+`epistore synth --first k*PART --episodes PART --seed 1` (parts written this way equal
+one run of the whole population, a tested property of synth), ingested into one store
+with one `epistore ingest`, then removed. Per part it records
+
+  - the I/O floor of that part: every file read once on --io-threads threads, after
+    dropping the part's cached pages (as benches/bench.py does, cold cache);
+  - the ingest, after dropping the pages again: wall seconds, episodes/s, MB/s, the
+    ingest's peak RSS (getrusage of the process) and the store's size after it;
+
+so the table shows whether ingest slows down, and memory grows, as the store grows
+from 0 to N episodes. Then over the full store: cold start (open + first query, the
+store's pages dropped first), the metric suite (`SELECT * FROM <view>` for each view of
+metrics-v1 H, best of 2, with peak RSS), `SELECT count(*)` of the biggest table and its
+Parquet export. DuckDB is not run: it needs every raw file at once.
+
+    python3 benches/scale.py --epistore target/release/epistore \\
+        [--episodes 1000000 --part 50000 --output-scale 0.01 --work /tmp/epistore-scale]
+
+Progress is saved after every part in WORK/scale.json; running the same command again
+resumes after the last finished part (a part interrupted mid-ingest is ingested again:
+the episodes it already stored are no-ops). The report goes to benches/scale-results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (helpers: floor, cache eviction, du, machine description)
+
+HERE = Path(__file__).resolve().parent
+
+
+def run_measured(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int, int]:
+    """Runs cmd; returns (wall seconds, exit code, peak RSS in bytes of that process)."""
+    bench.log(f"  $ {shlex.join(cmd)}")
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    # wait4 reports the rusage of this child alone (RUSAGE_CHILDREN would be the
+    # maximum over every child so far).
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    secs = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"{shlex.join(cmd)} failed ({code}): {err.strip()[-2000:]}")
+    return secs, code, usage.ru_maxrss * 1024
+
+
+def ingest_totals(report: Path) -> dict:
+    """The totals at the head of `ingest --format json` (it lists every package after)."""
+    import re
+
+    head = report.read_bytes()[: 1 << 16].decode(errors="replace")
+    out = {}
+    for k in ("added", "already_present", "rejected", "bytes_read", "seconds", "columnar_seconds"):
+        m = re.search(rf'"{k}"\s*:\s*([0-9.eE+-]+)', head)
+        if m:
+            out[k] = float(m.group(1))
+    return out
+
+
+def part_step(args, k: int, store: Path, work: Path) -> dict:
+    first = k * args.part
+    n = min(args.part, args.episodes - first)
+    pop = work / "part"
+    if pop.exists():
+        shutil.rmtree(pop)
+    res: dict = {"part": k, "first": first, "episodes": n}
+    secs, _, _ = run_measured([args.epistore, "synth", "--episodes", str(n), "--first", str(first), "--seed", "1",
+                               "--output-scale", repr(args.output_scale), "--out", str(pop), "--quiet"])
+    res["synth_s"] = secs
+    bench.evict(pop, args.threads)
+    bench.io_floor(pop, args.io_threads, 1e9, res, "io_floor_s")
+    bench.evict(pop, args.threads)
+    report = work / "ingest.json"
+    with open(report, "wb") as fh:
+        secs, _, rss = run_measured([args.epistore, "--store", str(store), "ingest", "--quiet", "--format", "json",
+                                     str(pop)], stdout=fh)
+    totals = ingest_totals(report)
+    if int(totals.get("rejected", 0)):
+        raise SystemExit(f"part {k}: {int(totals['rejected'])} packages rejected (see {report})")
+    res.update(ingest_s=secs, ingest_rss=rss, added=int(totals.get("added", 0)),
+               already_present=int(totals.get("already_present", 0)),
+               commit_s=totals.get("seconds"), columnar_s=totals.get("columnar_seconds"))
+    res["store_bytes"] = bench.du_bytes(store)[0]
+    res["free_disk_bytes"] = shutil.disk_usage(work).free
+    shutil.rmtree(pop)
+    return res
+
+
+def final_steps(args, store: Path, work: Path) -> dict:
+    res: dict = {}
+    bench.evict(store, args.threads)
+    times = []
+    for _ in range(3):
+        secs, _, _ = run_measured([args.epistore, "--store", str(store), "sql", "--format", "csv",
+                                   "SELECT count(*) FROM episodes"])
+        times.append(secs)
+    res["cold_start_first_s"], res["cold_start_best_s"] = times[0], min(times)
+    suite = work / "suite.sql"
+    suite.write_text(bench.SUITE_SQL)
+    times, rss = [], []
+    for i in range(2):
+        with open(work / f"suite-{i + 1}.csv", "wb") as fh:
+            secs, _, r = run_measured([args.epistore, "--store", str(store), "sql", "--format", "csv",
+                                       "--file", str(suite)], stdout=fh)
+        times.append(secs)
+        rss.append(r)
+    res["suite_first_s"], res["suite_best_s"], res["suite_rss"] = times[0], min(times), max(rss)
+    res["suite_rows"] = sum(1 for _ in open(work / "suite-2.csv", "rb"))
+    out = subprocess.run([args.epistore, "--store", str(store), "sql", "--format", "csv",
+                          "SELECT (SELECT count(*) FROM episodes), (SELECT count(*) FROM actions)"],
+                         check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    res["episodes_in_store"], res["action_rows"] = (int(x) for x in out.split(","))
+    parquet = work / "actions.parquet"
+    secs, _, r = run_measured([args.epistore, "--store", str(store), "export", "--table", "actions",
+                               "--format", "parquet", "--out", str(parquet), "--quiet"])
+    res["export_parquet_s"], res["export_rss"], res["export_bytes"] = secs, r, parquet.stat().st_size
+    parquet.unlink()
+    res["store_bytes"] = bench.du_bytes(store)[0]
+    return res
+
+
+def fmt_mb(b) -> str:
+    return f"{b / 1e6:,.0f}"
+
+
+def report(args, state: dict) -> str:
+    parts = state["parts"]
+    fin = state.get("final", {})
+    raw = sum(p["raw_bytes"] for p in parts)
+    floor = sum(p["io_floor_s"] for p in parts)
+    ing = sum(p["ingest_s"] for p in parts)
+    eps = sum(p["episodes"] for p in parts)
+    lines = [
+        "# epistore at a million episodes",
+        "",
+        f"Written by `benches/scale.py` on {state['started']} (UTC), release build.",
+        "",
+        f"Machine: {state['machine'].get('cpu', '?')}, {state['machine'].get('nproc')} cores, "
+        f"{state['machine'].get('memory_gib')} GiB RAM, Linux {state['machine'].get('kernel')}.",
+        "",
+        f"Command: `{state['command']}`",
+        "",
+        f"Population: {args.episodes:,} episodes of `synth --seed 1 --output-scale {args.output_scale:g}`, "
+        f"written, ingested into one store and deleted in parts of {args.part:,} (the files of the whole "
+        "population do not fit on this disk). Cold cache: every part's pages are dropped before its "
+        f"I/O floor and again before its ingest; the floor reads every file once on {args.io_threads} threads.",
+        "",
+        "## Totals",
+        "",
+        "| | value |",
+        "|---|---|",
+        f"| episodes ingested | {eps:,} in {len(parts)} parts |",
+        f"| raw package bytes | {fmt_mb(raw)} MB ({sum(p['raw_files'] for p in parts):,} files) |",
+        f"| I/O floor, sum of parts | {floor:,.1f} s |",
+        f"| ingest, sum of parts | {ing:,.1f} s ({eps / ing:,.0f} episodes/s, {raw / 1e6 / ing:,.0f} MB/s) |",
+        f"| ingest / I/O floor (target <= 4) | {ing / floor:.2f}x |",
+        f"| peak RSS of an ingest (largest part) | {max(p['ingest_rss'] for p in parts) / 2**20:,.0f} MiB |",
+    ]
+    if fin:
+        lines += [
+            f"| store (redb file + columnar segments) | {fmt_mb(fin['store_bytes'])} MB, "
+            f"{fin['store_bytes'] / raw:.3f} of raw (target <= 0.35) |",
+            f"| cold start, first / best of 3 | {fin['cold_start_first_s']:.3f} / {fin['cold_start_best_s']:.3f} s |",
+            f"| metric suite, first / best of 2 | {fin['suite_first_s']:.2f} / {fin['suite_best_s']:.2f} s "
+            f"({fin['suite_rows']:,} CSV lines) |",
+            f"| peak RSS of the suite | {fin['suite_rss'] / 2**20:,.0f} MiB |",
+            f"| export of `actions` ({fin['action_rows']:,} rows) to Parquet | {fin['export_parquet_s']:.1f} s, "
+            f"{fmt_mb(fin['export_bytes'])} MB, peak RSS {fin['export_rss'] / 2**20:,.0f} MiB |",
+        ]
+    lines += [
+        "",
+        "## Per part: does ingest slow down as the store grows?",
+        "",
+        "Each part is about a hundred ingest transactions of up to 512 packages each, so a "
+        "part's episodes/s is the batch cost at that store size.",
+        "",
+        "| part | store before (episodes) | I/O floor s | ingest s | episodes/s | ingest / floor | "
+        "peak RSS MiB | store after MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in parts:
+        lines.append(f"| {p['part']} | {p['first']:,} | {p['io_floor_s']:.1f} | {p['ingest_s']:.1f} | "
+                     f"{p['episodes'] / p['ingest_s']:,.0f} | {p['ingest_s'] / p['io_floor_s']:.2f} | "
+                     f"{p['ingest_rss'] / 2**20:,.0f} | {fmt_mb(p['store_bytes'])} |")
+    lines += ["", "Raw numbers: `WORK/scale.json`.", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--epistore", required=True, help="the epistore binary (release build)")
+    ap.add_argument("--episodes", type=int, default=1_000_000)
+    ap.add_argument("--part", type=int, default=50_000, help="episodes written, ingested and deleted at a time")
+    ap.add_argument("--output-scale", type=float, default=0.01,
+                    help="synth --output-scale (0.01: ~48 KB per package, so a part fits on disk)")
+    ap.add_argument("--work", default="/tmp/epistore-scale")
+    ap.add_argument("--threads", type=int, default=bench.CORES, help="threads for dropping cached pages")
+    ap.add_argument("--io-threads", type=int, default=bench.IO_THREADS, help="threads the I/O floor reads on")
+    ap.add_argument("--results", default=str(HERE / "scale-results.md"))
+    ap.add_argument("--fresh", action="store_true", help="delete WORK first instead of resuming")
+    args = ap.parse_args()
+    args.epistore = str(Path(args.epistore).resolve())
+    work = Path(args.work)
+    if args.fresh and work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    store = work / "store"
+    state_file = work / "scale.json"
+    params = {"episodes": args.episodes, "part": args.part, "output_scale": args.output_scale}
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    if state.get("params") != params:
+        if store.exists():
+            raise SystemExit(f"{work} holds a run with other parameters {state.get('params')}; use --fresh")
+        state = {"params": params, "parts": [], "started": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                 "machine": bench.machine(), "command": shlex.join(["python3", "benches/scale.py", *sys.argv[1:]])}
+
+    def save() -> None:
+        tmp = state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1))
+        tmp.replace(state_file)
+
+    n_parts = -(-args.episodes // args.part)
+    for k in range(len(state["parts"]), n_parts):
+        bench.log(f"part {k + 1}/{n_parts}")
+        p = part_step(args, k, store, work)
+        bench.log(f"  {p['episodes']:,} episodes: floor {p['io_floor_s']:.1f} s, ingest {p['ingest_s']:.1f} s "
+                  f"({p['episodes'] / p['ingest_s']:,.0f}/s), RSS {p['ingest_rss'] / 2**20:,.0f} MiB, "
+                  f"store {p['store_bytes'] / 1e9:.2f} GB, free {p['free_disk_bytes'] / 1e9:.1f} GB")
+        state["parts"].append(p)
+        state.pop("final", None)
+        save()
+        Path(args.results).write_text(report(args, state))
+    if "final" not in state:
+        bench.log("full store: cold start, suite, export")
+        state["final"] = final_steps(args, store, work)
+        save()
+    Path(args.results).write_text(report(args, state))
+    bench.log(f"report: {args.results}")
+    print(report(args, state))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
