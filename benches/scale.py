@@ -1,28 +1,35 @@
 #!/usr/bin/env python3
 """A million episodes on a disk that cannot hold their files (issue 4).
 
-The raw files of a million realistic packages need 50-90 GB; this machine has ~25 GB
-free. So the population is written, ingested and deleted in parts: part k is
-`epistore synth --first k*PART --episodes PART --seed 1` (parts written this way equal
-one run of the whole population, a tested property of synth), ingested into one store
-with one `epistore ingest`, then removed. Per part it records
+The raw files of a million realistic packages are 11 million files and 50-100 GB; this
+machine has ~25 GB free, and creating a file costs it ~0.4 ms of kernel time. So the
+population goes into one store in parts of --part episodes, part k being episodes
+k*PART.. of `synth --seed 1` (parts equal one run of the whole population, a tested
+property of synth), in one of two ways:
 
-  - the I/O floor of that part: every file read once on --io-threads threads, after
-    dropping the part's cached pages (as benches/bench.py does, cold cache);
-  - the ingest, after dropping the pages again: wall seconds, episodes/s, MB/s, the
-    ingest's peak RSS (getrusage of the process) and the store's size after it;
+  --via memory (default): `epistore --store S synth --ingest --first k*PART --episodes
+      PART`: each package is built in memory on the ingest threads and goes through the
+      same ingest as packages read from files (parse, validate, hash, compress, dedupe,
+      commit, columnar segments); no file is read, so there is no I/O floor.
+  --via files: `synth --out DIR` writes the part, its I/O floor is measured (every file
+      read once on --io-threads threads after dropping its cached pages, as
+      benches/bench.py does), then `epistore ingest DIR` (pages dropped again), then
+      DIR is deleted. Slow here: most of the time goes to creating and deleting files.
 
-so the table shows whether ingest slows down, and memory grows, as the store grows
-from 0 to N episodes. Then over the full store: cold start (open + first query, the
-store's pages dropped first), the metric suite (`SELECT * FROM <view>` for each view of
-metrics-v1 H, best of 2, with peak RSS), `SELECT count(*)` of the biggest table and its
-Parquet export. DuckDB is not run: it needs every raw file at once.
+Per part it records the ingest's wall seconds, episodes/s, MB/s, peak RSS (getrusage
+of that process) and the store's size after it: whether ingest slows down, or memory
+grows, as the store grows from 0 to N episodes (each part is ~100 transactions of up
+to 512 packages, so a part's episodes/s is the batch cost at that store size). Then over
+the full store: cold start (open + first query, the store's pages dropped first), the
+metric suite (`SELECT * FROM <view>` for each view of metrics-v1 H, best of 2, with
+peak RSS), the row count of the biggest table and its Parquet export. DuckDB is not
+run: it needs every raw file at once.
 
     python3 benches/scale.py --epistore target/release/epistore \\
-        [--episodes 1000000 --part 50000 --output-scale 0.01 --work /tmp/epistore-scale]
+        [--episodes 1000000 --part 50000 --output-scale 0.05 --work /tmp/epistore-scale]
 
-Progress is saved after every part in WORK/scale.json; running the same command again
-resumes after the last finished part (a part interrupted mid-ingest is ingested again:
+Progress is saved after every part in WORK/scale.json; the same command run again
+resumes after the last finished part (a part interrupted mid-ingest is ingested again;
 the episodes it already stored are no-ops). The report goes to benches/scale-results.md.
 """
 
@@ -76,29 +83,33 @@ def ingest_totals(report: Path) -> dict:
 def part_step(args, k: int, store: Path, work: Path) -> dict:
     first = k * args.part
     n = min(args.part, args.episodes - first)
-    pop = work / "part"
-    if pop.exists():
-        shutil.rmtree(pop)
     res: dict = {"part": k, "first": first, "episodes": n}
-    secs, _, _ = run_measured([args.epistore, "synth", "--episodes", str(n), "--first", str(first), "--seed", "1",
-                               "--output-scale", repr(args.output_scale), "--out", str(pop), "--quiet"])
-    res["synth_s"] = secs
-    bench.evict(pop, args.threads)
-    bench.io_floor(pop, args.io_threads, 1e9, res, "io_floor_s")
-    bench.evict(pop, args.threads)
+    synth = ["synth", "--episodes", str(n), "--first", str(first), "--seed", "1", "--output-scale", repr(args.output_scale)]
     report = work / "ingest.json"
-    with open(report, "wb") as fh:
-        secs, _, rss = run_measured([args.epistore, "--store", str(store), "ingest", "--quiet", "--format", "json",
-                                     str(pop)], stdout=fh)
+    if args.via == "memory":
+        with open(report, "wb") as fh:
+            secs, _, rss = run_measured([args.epistore, "--store", str(store), *synth, "--ingest", "--quiet",
+                                         "--format", "json"], stdout=fh)
+    else:
+        pop = work / "part"
+        if pop.exists():
+            shutil.rmtree(pop)
+        res["synth_s"], _, _ = run_measured([args.epistore, *synth, "--out", str(pop), "--quiet"])
+        bench.evict(pop, args.threads)
+        bench.io_floor(pop, args.io_threads, 1e9, res, "io_floor_s")
+        bench.evict(pop, args.threads)
+        with open(report, "wb") as fh:
+            secs, _, rss = run_measured([args.epistore, "--store", str(store), "ingest", "--quiet", "--format", "json",
+                                         str(pop)], stdout=fh)
+        shutil.rmtree(pop)
     totals = ingest_totals(report)
     if int(totals.get("rejected", 0)):
         raise SystemExit(f"part {k}: {int(totals['rejected'])} packages rejected (see {report})")
     res.update(ingest_s=secs, ingest_rss=rss, added=int(totals.get("added", 0)),
-               already_present=int(totals.get("already_present", 0)),
+               already_present=int(totals.get("already_present", 0)), raw_bytes=int(totals.get("bytes_read", 0)),
                commit_s=totals.get("seconds"), columnar_s=totals.get("columnar_seconds"))
     res["store_bytes"] = bench.du_bytes(store)[0]
     res["free_disk_bytes"] = shutil.disk_usage(work).free
-    shutil.rmtree(pop)
     return res
 
 
@@ -123,7 +134,7 @@ def final_steps(args, store: Path, work: Path) -> dict:
     res["suite_first_s"], res["suite_best_s"], res["suite_rss"] = times[0], min(times), max(rss)
     res["suite_rows"] = sum(1 for _ in open(work / "suite-2.csv", "rb"))
     out = subprocess.run([args.epistore, "--store", str(store), "sql", "--format", "csv",
-                          "SELECT (SELECT count(*) FROM episodes), (SELECT count(*) FROM actions)"],
+                          "SELECT (SELECT count(*) FROM episodes) AS e, (SELECT count(*) FROM actions) AS a"],
                          check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     res["episodes_in_store"], res["action_rows"] = (int(x) for x in out.split(","))
     parquet = work / "actions.parquet"
@@ -142,36 +153,37 @@ def fmt_mb(b) -> str:
 def report(args, state: dict) -> str:
     parts = state["parts"]
     fin = state.get("final", {})
+    files = args.via == "files"
     raw = sum(p["raw_bytes"] for p in parts)
-    floor = sum(p["io_floor_s"] for p in parts)
     ing = sum(p["ingest_s"] for p in parts)
     eps = sum(p["episodes"] for p in parts)
+    m = state["machine"]
+    how = ("written to files, ingested from them and deleted" if files else
+           "built in memory by `synth --ingest` and ingested as if read from files (no file is read)")
     lines = [
         "# epistore at a million episodes",
         "",
-        f"Written by `benches/scale.py` on {state['started']} (UTC), release build.",
-        "",
-        f"Machine: {state['machine'].get('cpu', '?')}, {state['machine'].get('nproc')} cores, "
-        f"{state['machine'].get('memory_gib')} GiB RAM, Linux {state['machine'].get('kernel')}.",
+        f"Written by `benches/scale.py` on {state['started']} (UTC), release build. Machine: {m.get('cpu', '?')}, "
+        f"{m.get('nproc')} cores, {m.get('memory_gib')} GiB RAM, Linux {m.get('kernel')}.",
         "",
         f"Command: `{state['command']}`",
         "",
         f"Population: {args.episodes:,} episodes of `synth --seed 1 --output-scale {args.output_scale:g}`, "
-        f"written, ingested into one store and deleted in parts of {args.part:,} (the files of the whole "
-        "population do not fit on this disk). Cold cache: every part's pages are dropped before its "
-        f"I/O floor and again before its ingest; the floor reads every file once on {args.io_threads} threads.",
+        f"{how}, in parts of {args.part:,} into one store.",
         "",
         "## Totals",
         "",
         "| | value |",
         "|---|---|",
         f"| episodes ingested | {eps:,} in {len(parts)} parts |",
-        f"| raw package bytes | {fmt_mb(raw)} MB ({sum(p['raw_files'] for p in parts):,} files) |",
-        f"| I/O floor, sum of parts | {floor:,.1f} s |",
+        f"| raw package bytes | {fmt_mb(raw)} MB |",
         f"| ingest, sum of parts | {ing:,.1f} s ({eps / ing:,.0f} episodes/s, {raw / 1e6 / ing:,.0f} MB/s) |",
-        f"| ingest / I/O floor (target <= 4) | {ing / floor:.2f}x |",
-        f"| peak RSS of an ingest (largest part) | {max(p['ingest_rss'] for p in parts) / 2**20:,.0f} MiB |",
     ]
+    if files:
+        floor = sum(p["io_floor_s"] for p in parts)
+        lines += [f"| I/O floor, sum of parts (cold) | {floor:,.1f} s |",
+                  f"| ingest / I/O floor (target <= 4) | {ing / floor:.2f}x |"]
+    lines.append(f"| peak RSS of an ingest (largest part) | {max(p['ingest_rss'] for p in parts) / 2**20:,.0f} MiB |")
     if fin:
         lines += [
             f"| store (redb file + columnar segments) | {fmt_mb(fin['store_bytes'])} MB, "
@@ -185,21 +197,55 @@ def report(args, state: dict) -> str:
         ]
     lines += [
         "",
-        "## Per part: does ingest slow down as the store grows?",
+        "## Per part: does ingest slow down, or memory grow, as the store grows?",
         "",
-        "Each part is about a hundred ingest transactions of up to 512 packages each, so a "
-        "part's episodes/s is the batch cost at that store size.",
-        "",
-        "| part | store before (episodes) | I/O floor s | ingest s | episodes/s | ingest / floor | "
-        "peak RSS MiB | store after MB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| part | store before (episodes) | ingest s | episodes/s | MB/s | "
+        + ("I/O floor s | ingest / floor | " if files else "") + "peak RSS MiB | store after MB |",
+        "|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|",
     ]
     for p in parts:
-        lines.append(f"| {p['part']} | {p['first']:,} | {p['io_floor_s']:.1f} | {p['ingest_s']:.1f} | "
-                     f"{p['episodes'] / p['ingest_s']:,.0f} | {p['ingest_s'] / p['io_floor_s']:.2f} | "
-                     f"{p['ingest_rss'] / 2**20:,.0f} | {fmt_mb(p['store_bytes'])} |")
-    lines += ["", "Raw numbers: `WORK/scale.json`.", ""]
+        floor_cells = f"{p['io_floor_s']:.1f} | {p['ingest_s'] / p['io_floor_s']:.2f} | " if files else ""
+        lines.append(f"| {p['part']} | {p['first']:,} | {p['ingest_s']:.1f} | {p['episodes'] / p['ingest_s']:,.0f} | "
+                     f"{p['raw_bytes'] / 1e6 / p['ingest_s']:,.0f} | {floor_cells}{p['ingest_rss'] / 2**20:,.0f} | "
+                     f"{fmt_mb(p['store_bytes'])} |")
+    lines += ["", "![ingest speed and memory per part](scale-ingest.svg)", "", "Raw numbers: `WORK/scale.json`.", ""]
     return "\n".join(lines)
+
+
+def chart_svg(parts: list[dict]) -> str:
+    """Two small line charts side by side (no plotting library needed): ingest
+    episodes/s and the ingest's peak RSS, each against the store's size before the part."""
+    w, h, pad = 360, 220, 46
+    panels = [("ingest, episodes/s", [p["episodes"] / p["ingest_s"] for p in parts], "#2b6cb0"),
+              ("ingest peak RSS, MiB", [p["ingest_rss"] / 2**20 for p in parts], "#c05621")]
+    xs = [p["first"] for p in parts]
+    xmax = max(p["first"] + p["episodes"] for p in parts)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{h}" font-family="sans-serif" '
+           'font-size="11"><rect width="100%" height="100%" fill="white"/>']
+    for i, (title, ys, colour) in enumerate(panels):
+        x0 = i * w
+        ymax = max(ys) * 1.15 or 1
+
+        def px(x: float) -> float:
+            return x0 + pad + (x / xmax) * (w - pad - 12)
+
+        def py(y: float) -> float:
+            return h - pad + 12 - (y / ymax) * (h - pad - 24)
+
+        out.append(f'<text x="{x0 + w / 2}" y="14" text-anchor="middle" font-weight="bold">{title}</text>')
+        out.append(f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(xmax)}" y2="{py(0)}" stroke="#888"/>')
+        out.append(f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(0)}" y2="{py(ymax)}" stroke="#888"/>')
+        for frac in (0, 0.5, 1):
+            yv = ymax / 1.15 * frac
+            out.append(f'<text x="{px(0) - 4}" y="{py(yv) + 4}" text-anchor="end">{yv:,.0f}</text>')
+            xv = xmax * frac
+            out.append(f'<text x="{px(xv)}" y="{py(0) + 14}" text-anchor="middle">{xv / 1000:,.0f}k</text>')
+        out.append(f'<text x="{x0 + w / 2}" y="{h - 6}" text-anchor="middle">episodes in the store before the part</text>')
+        pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys))
+        out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        out.extend(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{colour}"/>' for x, y in zip(xs, ys))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
 
 
 def main() -> int:
@@ -207,12 +253,15 @@ def main() -> int:
     ap.add_argument("--epistore", required=True, help="the epistore binary (release build)")
     ap.add_argument("--episodes", type=int, default=1_000_000)
     ap.add_argument("--part", type=int, default=50_000, help="episodes written, ingested and deleted at a time")
-    ap.add_argument("--output-scale", type=float, default=0.01,
-                    help="synth --output-scale (0.01: ~48 KB per package, so a part fits on disk)")
+    ap.add_argument("--via", choices=["memory", "files"], default="memory",
+                    help="build packages in memory (synth --ingest) or write, read and delete their files")
+    ap.add_argument("--output-scale", type=float, default=0.05,
+                    help="synth --output-scale (0.05, as synth suggests for a million episodes)")
     ap.add_argument("--work", default="/tmp/epistore-scale")
     ap.add_argument("--threads", type=int, default=bench.CORES, help="threads for dropping cached pages")
     ap.add_argument("--io-threads", type=int, default=bench.IO_THREADS, help="threads the I/O floor reads on")
     ap.add_argument("--results", default=str(HERE / "scale-results.md"))
+    ap.add_argument("--chart", default=str(HERE / "scale-ingest.svg"), help="per-part chart (SVG)")
     ap.add_argument("--fresh", action="store_true", help="delete WORK first instead of resuming")
     args = ap.parse_args()
     args.epistore = str(Path(args.epistore).resolve())
@@ -222,7 +271,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     store = work / "store"
     state_file = work / "scale.json"
-    params = {"episodes": args.episodes, "part": args.part, "output_scale": args.output_scale}
+    params = {"episodes": args.episodes, "part": args.part, "output_scale": args.output_scale, "via": args.via}
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
     if state.get("params") != params:
         if store.exists():
@@ -239,13 +288,15 @@ def main() -> int:
     for k in range(len(state["parts"]), n_parts):
         bench.log(f"part {k + 1}/{n_parts}")
         p = part_step(args, k, store, work)
-        bench.log(f"  {p['episodes']:,} episodes: floor {p['io_floor_s']:.1f} s, ingest {p['ingest_s']:.1f} s "
+        floor = f"floor {p['io_floor_s']:.1f} s, " if "io_floor_s" in p else ""
+        bench.log(f"  {p['episodes']:,} episodes: {floor}ingest {p['ingest_s']:.1f} s "
                   f"({p['episodes'] / p['ingest_s']:,.0f}/s), RSS {p['ingest_rss'] / 2**20:,.0f} MiB, "
                   f"store {p['store_bytes'] / 1e9:.2f} GB, free {p['free_disk_bytes'] / 1e9:.1f} GB")
         state["parts"].append(p)
         state.pop("final", None)
         save()
         Path(args.results).write_text(report(args, state))
+        Path(args.chart).write_text(chart_svg(state["parts"]))
     if "final" not in state:
         bench.log("full store: cold start, suite, export")
         state["final"] = final_steps(args, store, work)
