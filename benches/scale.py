@@ -42,6 +42,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,13 +60,16 @@ def run_measured(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int,
     global LAST_CPU_S
     bench.log(f"  $ {shlex.join(cmd)}")
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
-    # wait4 reports the rusage of this child alone (RUSAGE_CHILDREN would be the
-    # maximum over every child so far).
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    secs = time.perf_counter() - start
+    # stderr goes to a file: a pipe read only after the wait could fill and block.
+    with tempfile.TemporaryFile() as errfile:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=errfile)
+        # wait4 reports the rusage of this child alone (RUSAGE_CHILDREN would be the
+        # maximum over every child so far).
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        secs = time.perf_counter() - start
+        errfile.seek(0)
+        err = errfile.read().decode(errors="replace")
     LAST_CPU_S = usage.ru_utime + usage.ru_stime
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise SystemExit(f"{shlex.join(cmd)} failed ({code}): {err.strip()[-2000:]}")
@@ -113,8 +117,8 @@ def part_step(args, k: int, store: Path, work: Path) -> dict:
         raise SystemExit(f"part {k}: {int(totals['rejected'])} packages rejected (see {report})")
     res.update(ingest_s=secs, ingest_rss=rss, added=int(totals.get("added", 0)),
                already_present=int(totals.get("already_present", 0)), raw_bytes=int(totals.get("bytes_read", 0)),
-               commit_s=totals.get("seconds"), columnar_s=totals.get("columnar_seconds"))
-    res["store_bytes"] = bench.du_bytes(store)[0]
+               columnar_s=totals.get("columnar_seconds"))
+    res["store_bytes"], res["store_alloc_bytes"] = bench.du_bytes(store)
     res["free_disk_bytes"] = shutil.disk_usage(work).free
     return res
 
@@ -148,7 +152,7 @@ def final_steps(args, store: Path, work: Path) -> dict:
                                "--format", "parquet", "--out", str(parquet), "--quiet"])
     res["export_parquet_s"], res["export_rss"], res["export_bytes"] = secs, r, parquet.stat().st_size
     parquet.unlink()
-    res["store_bytes"] = bench.du_bytes(store)[0]
+    res["store_bytes"], res["store_alloc_bytes"] = bench.du_bytes(store)
     return res
 
 
@@ -162,6 +166,8 @@ def fmt_mb(b) -> str:
 
 def report(args, state: dict) -> str:
     parts = state["parts"]
+    if not parts:
+        return "# epistore scale run\n\nNo part finished yet.\n"
     fin = state.get("final", {})
     files = args.via == "files"
     raw = sum(p["raw_bytes"] for p in parts)
@@ -193,11 +199,17 @@ def report(args, state: dict) -> str:
         floor = sum(p["io_floor_s"] for p in parts)
         lines += [f"| I/O floor, sum of parts (cold) | {floor:,.1f} s |",
                   f"| ingest / I/O floor (target <= 4) | {ing / floor:.2f}x |"]
-    lines.append(f"| peak RSS of an ingest (largest part) | {max(p['ingest_rss'] for p in parts) / 2**20:,.0f} MiB |")
+    lines.append(f"| peak RSS of an ingest, largest over the parts | {max(p['ingest_rss'] for p in parts) / 2**20:,.0f} MiB |")
     if fin:
+        alloc = fin.get("store_alloc_bytes")
         lines += [
-            f"| store (redb file + columnar segments) | {fmt_mb(fin['store_bytes'])} MB, "
+            f"| store (redb file + columnar segments), file sizes | {fmt_mb(fin['store_bytes'])} MB, "
             f"{fin['store_bytes'] / raw:.3f} of raw (target <= 0.35) |",
+        ]
+        if alloc:
+            lines.append(f"| store, disk blocks in use (redb grows its file ahead of use) | {fmt_mb(alloc)} MB, "
+                         f"{alloc / raw:.3f} of raw |")
+        lines += [
             f"| cold start, first / best of 3 | {fin['cold_start_first_s']:.3f} / {fin['cold_start_best_s']:.3f} s |",
             f"| metric suite, first / best of 2 | {fin['suite_first_s']:.2f} / {fin['suite_best_s']:.2f} s "
             f"({fin['suite_rows']:,} CSV lines) |",
@@ -213,14 +225,22 @@ def report(args, state: dict) -> str:
         "(user + system, over all its threads) per episode varies less.",
         "",
         "| part | store before (episodes) | ingest s | episodes/s | MB/s | CPU ms / episode | "
-        + ("I/O floor s | ingest / floor | " if files else "") + "peak RSS MiB | store after MB |",
+        + ("I/O floor s | ingest / floor | " if files else "") + "peak RSS MiB | store file size after, MB |",
         "|---|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|",
     ]
+    rerun = False
     for p in parts:
+        mark = ""
+        if p.get("already_present"):
+            # A part run again after an interruption: some of its episodes were no-ops.
+            mark, rerun = "*", True
         floor_cells = f"{p['io_floor_s']:.1f} | {p['ingest_s'] / p['io_floor_s']:.2f} | " if files else ""
-        lines.append(f"| {p['part']} | {p['first']:,} | {p['ingest_s']:.1f} | {p['episodes'] / p['ingest_s']:,.0f} | "
+        lines.append(f"| {p['part']}{mark} | {p['first']:,} | {p['ingest_s']:.1f} | {p['episodes'] / p['ingest_s']:,.0f} | "
                      f"{p['raw_bytes'] / 1e6 / p['ingest_s']:,.0f} | {cpu_ms(p)} | {floor_cells}{p['ingest_rss'] / 2**20:,.0f} | "
                      f"{fmt_mb(p['store_bytes'])} |")
+    if rerun:
+        lines += ["", "\\* run again after an interruption: some of its episodes were already stored (no-ops), "
+                  "so its figures understate the cost of a part."]
     lines += ["", "![ingest speed and memory per part](scale-ingest.svg)", "", "Raw numbers: `WORK/scale.json`.", ""]
     return "\n".join(lines)
 
@@ -306,6 +326,8 @@ def main() -> int:
         tmp.write_text(json.dumps(state, indent=1))
         tmp.replace(state_file)
 
+    if args.episodes < 1 or args.part < 1:
+        raise SystemExit("--episodes and --part must be at least 1")
     n_parts = -(-args.episodes // args.part)
     for k in range(len(state["parts"]), n_parts):
         bench.log(f"part {k + 1}/{n_parts}")
@@ -322,6 +344,9 @@ def main() -> int:
     if "final" not in state:
         bench.log("full store: cold start, suite, export")
         state["final"] = final_steps(args, store, work)
+        save()
+    if "store_alloc_bytes" not in state["final"]:  # runs before it was recorded
+        state["final"]["store_alloc_bytes"] = bench.du_bytes(store)[1]
         save()
     Path(args.results).write_text(report(args, state))
     bench.log(f"report: {args.results}")

@@ -228,8 +228,8 @@ enum Command {
     Synth {
         #[arg(long)]
         episodes: usize,
-        /// Write episodes FIRST..FIRST+EPISODES of the population (parts written this
-        /// way, into one directory or several, equal one run of all of them).
+        /// Write episodes FIRST..FIRST+EPISODES of the population: parts written this
+        /// way (each to its own directory, or ingested) equal one run of all of them.
         #[arg(long, default_value_t = 0)]
         first: usize,
         /// Directory to write the packages to.

@@ -196,6 +196,9 @@ fn check(config: &Config) -> Result<()> {
             return Err(Error::Config(format!("{name} must be at least 1")));
         }
     }
+    if config.first.checked_add(config.episodes).is_none() {
+        return Err(Error::Config("first + episodes is too large".into()));
+    }
     if !(config.output_scale > 0.0 && config.output_scale <= 10.0) {
         return Err(Error::Config("output_scale must lie in (0, 10]".into()));
     }
@@ -228,8 +231,11 @@ fn write_package(out: &Path, package: &episode::Package) -> Result<Summary> {
 /// seed) may have several attempts, the earlier ones ending badly. Any prefix is as
 /// balanced as it can be.
 fn population(config: &Config, world: &world::World) -> Vec<episode::Slot> {
-    let end = config.first.saturating_add(config.episodes);
-    let mut out = Vec::with_capacity(end);
+    let end = config.first + config.episodes; // checked by `check`
+    let mut out = Vec::with_capacity(config.episodes);
+    // Episodes before `first` are walked (so every index and attempt chain is the same
+    // as in one run) but not kept.
+    let mut index = 0usize;
     if config.episodes == 0 {
         return out;
     }
@@ -252,19 +258,20 @@ fn population(config: &Config, world: &world::World) -> Vec<episode::Slot> {
                         attempts += 1;
                     }
                     for attempt in 1..=attempts {
-                        out.push(episode::Slot {
-                            index: out.len(),
+                        let slot = episode::Slot {
+                            index,
                             model,
                             level,
                             task,
                             seed,
                             attempt,
                             retried: attempt < attempts,
-                        });
-                        if out.len() == end {
-                            // Slots are small; building the skipped ones keeps every
-                            // slot's index and attempt chain the same as in one run.
-                            out.drain(..config.first);
+                        };
+                        if index >= config.first {
+                            out.push(slot);
+                        }
+                        index += 1;
+                        if index == end {
                             return out;
                         }
                     }
