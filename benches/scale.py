@@ -177,7 +177,7 @@ def report(args, state: dict) -> str:
     how = ("written to files, ingested from them and deleted" if files else
            "built in memory by `synth --ingest` and ingested as if read from files (no file is read)")
     lines = [
-        "# epistore at a million episodes",
+        f"# epistore at {sum(p['episodes'] for p in parts):,} episodes (planned: {args.episodes:,})",
         "",
         f"Written by `benches/scale.py` on {state['started']} (UTC), release build. Machine: {m.get('cpu', '?')}, "
         f"{m.get('nproc')} cores, {m.get('memory_gib')} GiB RAM, Linux {m.get('kernel')}.",
@@ -191,7 +191,9 @@ def report(args, state: dict) -> str:
         "",
         "| | value |",
         "|---|---|",
-        f"| episodes ingested | {eps:,} in {len(parts)} parts |",
+        f"| episodes ingested | {eps:,} in {len(parts)} parts"
+        + (f" (stopped early with `--finish`: {args.episodes:,} were planned)" if state.get("finished_early") else "")
+        + " |",
         f"| raw package bytes | {fmt_mb(raw)} MB |",
         f"| ingest, sum of parts | {ing:,.1f} s ({eps / ing:,.0f} episodes/s, {raw / 1e6 / ing:,.0f} MB/s) |",
     ]
@@ -211,6 +213,12 @@ def report(args, state: dict) -> str:
                          f"{alloc / raw:.3f} of raw |")
         lines += [
             f"| cold start, first / best of 3 | {fin['cold_start_first_s']:.3f} / {fin['cold_start_best_s']:.3f} s |",
+        ]
+        crash = state.get("final_after_crash_repair")
+        if crash:  # recorded by hand when an interrupted part left the file to repair
+            lines.append(f"| first open after an interrupted ingest (redb repairs the whole file) | "
+                         f"{crash['cold_start_first_s']:.1f} s |")
+        lines += [
             f"| metric suite, first / best of 2 | {fin['suite_first_s']:.2f} / {fin['suite_best_s']:.2f} s "
             f"({fin['suite_rows']:,} CSV lines) |",
             f"| peak RSS of the suite | {fin['suite_rss'] / 2**20:,.0f} MiB |",
@@ -305,6 +313,9 @@ def main() -> int:
     ap.add_argument("--results", default=str(HERE / "scale-results.md"))
     ap.add_argument("--chart", default=str(HERE / "scale-ingest.svg"), help="per-part chart (SVG)")
     ap.add_argument("--fresh", action="store_true", help="delete WORK first instead of resuming")
+    ap.add_argument("--finish", action="store_true",
+                    help="ingest no more parts: run the full-store steps on the parts done so far (for a run that "
+                         "cannot finish in the time there is; the report says how far it got)")
     args = ap.parse_args()
     args.epistore = str(Path(args.epistore).resolve())
     work = Path(args.work)
@@ -329,6 +340,9 @@ def main() -> int:
     if args.episodes < 1 or args.part < 1:
         raise SystemExit("--episodes and --part must be at least 1")
     n_parts = -(-args.episodes // args.part)
+    if args.finish and state["parts"]:
+        n_parts = len(state["parts"])
+        state["finished_early"] = True
     for k in range(len(state["parts"]), n_parts):
         bench.log(f"part {k + 1}/{n_parts}")
         p = part_step(args, k, store, work)
