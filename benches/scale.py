@@ -51,6 +51,7 @@ import bench  # noqa: E402  (helpers: floor, cache eviction, du, machine descrip
 
 HERE = Path(__file__).resolve().parent
 LAST_CPU_S = 0.0
+LAST_IO: dict[str, int] = {}
 
 
 def run_measured(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int, int]:
@@ -64,8 +65,20 @@ def run_measured(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int,
     with tempfile.TemporaryFile() as errfile:
         proc = subprocess.Popen(cmd, stdout=stdout, stderr=errfile)
         # wait4 reports the rusage of this child alone (RUSAGE_CHILDREN would be the
-        # maximum over every child so far).
-        _pid, status, usage = os.wait4(proc.pid, 0)
+        # maximum over every child so far). Meanwhile /proc/<pid>/io is sampled: its
+        # last sample (within 0.5 s of the end) says how many bytes the process read and
+        # wrote through system calls.
+        LAST_IO.clear()
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            try:
+                with open(f"/proc/{proc.pid}/io") as fh:
+                    LAST_IO.update((k, int(v)) for k, v in (line.split(": ") for line in fh))
+            except OSError:
+                pass
+            time.sleep(0.5)
         secs = time.perf_counter() - start
         errfile.seek(0)
         err = errfile.read().decode(errors="replace")
@@ -112,6 +125,8 @@ def part_step(args, k: int, store: Path, work: Path) -> dict:
                                          str(pop)], stdout=fh)
         shutil.rmtree(pop)
     res["ingest_cpu_s"] = LAST_CPU_S
+    if LAST_IO:
+        res["ingest_read_bytes"], res["ingest_written_bytes"] = LAST_IO.get("rchar"), LAST_IO.get("wchar")
     totals = ingest_totals(report)
     if int(totals.get("rejected", 0)):
         raise SystemExit(f"part {k}: {int(totals['rejected'])} packages rejected (see {report})")
@@ -158,6 +173,13 @@ def final_steps(args, store: Path, work: Path) -> dict:
 
 def cpu_ms(p: dict) -> str:
     return f"{1000 * p['ingest_cpu_s'] / p['episodes']:.2f}" if "ingest_cpu_s" in p else "–"
+
+
+def written_kb(p: dict) -> str:
+    """Bytes the ingest process wrote through system calls (redb's pages, Parquet
+    segments), per episode: against the store's growth, the write amplification."""
+    b = p.get("ingest_written_bytes")
+    return f"{b / p['episodes'] / 1e3:,.0f}" if b else "–"
 
 
 def fmt_mb(b) -> str:
@@ -233,8 +255,9 @@ def report(args, state: dict) -> str:
         "(user + system, over all its threads) per episode varies less.",
         "",
         "| part | store before (episodes) | ingest s | episodes/s | MB/s | CPU ms / episode | "
+        "KB written / episode | "
         + ("I/O floor s | ingest / floor | " if files else "") + "peak RSS MiB | store file size after, MB |",
-        "|---|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|",
+        "|---|---|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|",
     ]
     rerun = False
     for p in parts:
@@ -243,9 +266,13 @@ def report(args, state: dict) -> str:
             # A part run again after an interruption: some of its episodes were no-ops.
             mark, rerun = "*", True
         floor_cells = f"{p['io_floor_s']:.1f} | {p['ingest_s'] / p['io_floor_s']:.2f} | " if files else ""
-        lines.append(f"| {p['part']}{mark} | {p['first']:,} | {p['ingest_s']:.1f} | {p['episodes'] / p['ingest_s']:,.0f} | "
-                     f"{p['raw_bytes'] / 1e6 / p['ingest_s']:,.0f} | {cpu_ms(p)} | {floor_cells}{p['ingest_rss'] / 2**20:,.0f} | "
+        lines.append(f"| {p['part'] + 1}{mark} | {p['first']:,} | {p['ingest_s']:.1f} | {p['episodes'] / p['ingest_s']:,.0f} | "
+                     f"{p['raw_bytes'] / 1e6 / p['ingest_s']:,.0f} | {cpu_ms(p)} | {written_kb(p)} | {floor_cells}{p['ingest_rss'] / 2**20:,.0f} | "
                      f"{fmt_mb(p['store_bytes'])} |")
+    sampled = [str(p["part"] + 1) for p in parts if "io_sampled_by" in p]
+    if sampled:  # recorded by hand for runs made before scale.py sampled /proc itself
+        lines += ["", f"Bytes written by parts {', '.join(sampled)}: from "
+                  f"{parts[int(sampled[0]) - 1]['io_sampled_by']}."]
     if rerun:
         lines += ["", "\\* run again after an interruption: some of its episodes were already stored (no-ops), "
                   "so its figures understate the cost of a part."]
