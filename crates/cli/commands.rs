@@ -113,7 +113,7 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
     let sources = discover(paths)?;
     let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let options = IngestOptions { label, chunk_sources: chunk, ..IngestOptions::default() };
-    ingest_units(store_dir, &sources, |s| read_source(s, &options.limits), &options, format, quiet)
+    ingest_units(store_dir, &sources, "sources", |s| read_source(s, &options.limits), &options, format, quiet)
 }
 
 /// Ingests packages read from `units` (package sources, or generated packages), building
@@ -121,6 +121,7 @@ pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: 
 fn ingest_units<U: Sync>(
     store_dir: &Path,
     units: &[U],
+    unit_name: &str,
     read: impl Fn(&U) -> Vec<PackageRead> + Sync + Send,
     options: &IngestOptions,
     format: OutputFormat,
@@ -128,7 +129,7 @@ fn ingest_units<U: Sync>(
 ) -> Result<ExitCode> {
     let started = Instant::now();
     let store = Store::open_or_create(store_dir)?;
-    let bar = progress_bar(quiet, units.len() as u64, "sources");
+    let bar = progress_bar(quiet, units.len() as u64, unit_name);
     // Columnar segments for SQL are built from each commit's episodes as they come, so
     // nothing is decoded twice. They are derived data: if building fails, the ingest
     // goes on and queries build what is missing.
@@ -486,6 +487,7 @@ pub fn synth_ingest(config: &epistore_synth::Config, store_dir: &Path, format: O
     ingest_units(
         store_dir,
         &indices,
+        "episodes",
         |&i| {
             let (dir, files) = generator.package(i);
             vec![Ok(RawPackage::new(format!("synth/{dir}"), files.into_iter().collect()))]

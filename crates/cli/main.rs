@@ -237,7 +237,8 @@ enum Command {
         out: Option<PathBuf>,
         /// Ingest the packages into --store instead of writing files: each is built in
         /// memory and ingested as if read from its files (for populations whose files
-        /// would not fit on the disk).
+        /// would not fit on the disk). The limits on file and archive sizes, which guard
+        /// reading untrusted input, are not applied to these generated packages.
         #[arg(long)]
         ingest: bool,
         /// Summary format with --ingest.
