@@ -352,14 +352,7 @@ def ingest(args, pop: Path, store: Path, work: Path, timeout: float, res: dict) 
         secs, proc = run([args.epistore, "--store", str(store), "ingest", "--quiet", "--format", "json", str(pop)],
                          timeout, stdout=fh, what=str(out))
     res["ingest_s"] = secs
-    # The report lists every package (hundreds of MB at 10^6 episodes): read the totals
-    # from its head instead of parsing it whole.
-    with open(out, "rb") as fh:
-        head = fh.read(1 << 16).decode(errors="replace")
-    for k in ("added", "already_present", "rejected", "bytes_read", "seconds", "columnar_seconds"):
-        m = re.search(rf'"{k}"\s*:\s*([0-9.eE+-]+)', head)
-        if m:
-            res[f"ingest_{k}"] = float(m.group(1)) if any(c in m.group(1) for c in ".eE") else int(m.group(1))
+    res.update((f"ingest_{k}", v) for k, v in ingest_totals(out).items())
     if res.get("ingest_already_present"):
         log(f"  WARNING: {res['ingest_already_present']} package(s) already present (duplicates): "
             "DuckDB keys by directory and will count them again")
@@ -377,6 +370,20 @@ def ingest(args, pop: Path, store: Path, work: Path, timeout: float, res: dict) 
     res["store_bytes"], res["store_alloc_bytes"] = du_bytes(store)
     col = store / "columnar"
     res["columnar_bytes"] = du_bytes(col)[0] if col.exists() else 0
+
+
+def ingest_totals(report: Path) -> dict:
+    """The totals of an `ingest --format json` report. The report lists every package
+    (hundreds of MB at 10^6 episodes): the totals are read from its head instead of
+    parsing it whole."""
+    with open(report, "rb") as fh:
+        head = fh.read(1 << 16).decode(errors="replace")
+    out = {}
+    for k in ("added", "already_present", "rejected", "bytes_read", "seconds", "columnar_seconds"):
+        m = re.search(rf'"{k}"\s*:\s*([0-9.eE+-]+)', head)
+        if m:
+            out[k] = float(m.group(1)) if any(c in m.group(1) for c in ".eE") else int(m.group(1))
+    return out
 
 
 def cold_start(args, store: Path, timeout: float, res: dict) -> None:

@@ -89,19 +89,6 @@ def run_measured(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int,
     return secs, code, usage.ru_maxrss * 1024
 
 
-def ingest_totals(report: Path) -> dict:
-    """The totals at the head of `ingest --format json` (it lists every package after)."""
-    import re
-
-    head = report.read_bytes()[: 1 << 16].decode(errors="replace")
-    out = {}
-    for k in ("added", "already_present", "rejected", "bytes_read", "seconds", "columnar_seconds"):
-        m = re.search(rf'"{k}"\s*:\s*([0-9.eE+-]+)', head)
-        if m:
-            out[k] = float(m.group(1))
-    return out
-
-
 def part_step(args, k: int, store: Path, work: Path) -> dict:
     first = k * args.part
     n = min(args.part, args.episodes - first)
@@ -127,7 +114,7 @@ def part_step(args, k: int, store: Path, work: Path) -> dict:
     res["ingest_cpu_s"] = LAST_CPU_S
     if LAST_IO:
         res["ingest_read_bytes"], res["ingest_written_bytes"] = LAST_IO.get("rchar"), LAST_IO.get("wchar")
-    totals = ingest_totals(report)
+    totals = bench.ingest_totals(report)
     if int(totals.get("rejected", 0)):
         raise SystemExit(f"part {k}: {int(totals['rejected'])} packages rejected (see {report})")
     res.update(ingest_s=secs, ingest_rss=rss, added=int(totals.get("added", 0)),
