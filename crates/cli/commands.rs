@@ -522,6 +522,46 @@ pub fn compact(store_dir: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn migrate(store_dir: &Path, format: OutputFormat, quiet: bool) -> Result<ExitCode> {
+    let bar = progress_bar(quiet, 0, "episodes");
+    let report = Store::migrate(store_dir, |p| {
+        bar.set_length(p.episodes_total);
+        bar.set_position(p.episodes_done);
+    })?;
+    bar.finish_and_clear();
+    let mb = |b: u64| b as f64 / 1e6;
+    match format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "from": report.from, "to": epistore_store::STORE_FORMAT, "migrated": report.kept.is_some(),
+                "episodes": report.episodes, "blobs": report.blobs, "batches": report.batches,
+                "kept": report.kept, "bytes_before": report.bytes_before, "bytes_after": report.bytes_after,
+            }))?
+        ),
+        _ => match &report.kept {
+            None => println!("already {}: nothing to do", report.from),
+            Some(kept) => {
+                println!(
+                    "{} -> {}: {} episodes, {} blobs, {} ingest batches ({:.1} MB -> {:.1} MB)",
+                    report.from,
+                    epistore_store::STORE_FORMAT,
+                    report.episodes,
+                    report.blobs,
+                    report.batches,
+                    mb(report.bytes_before),
+                    mb(report.bytes_after)
+                );
+                println!(
+                    "the old file is kept as {}; delete it once `epistore verify` says the store is intact",
+                    kept.display()
+                );
+            }
+        },
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn split_keys(by: &str) -> Vec<String> {
     by.split(',').map(str::trim).filter(|k| !k.is_empty()).map(str::to_string).collect()
 }

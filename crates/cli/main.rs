@@ -259,6 +259,14 @@ enum Command {
     },
     /// Give back the free space left in the store file by page allocation.
     Compact,
+    /// Copy a store written by an older build (format epistore-store/1) into the current
+    /// format. The old file is kept beside it as epistore.redb.format1 until you delete it.
+    Migrate {
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Re-hash every blob and check every index. Exits 0 only when the store is intact.
     Verify {
         #[arg(long, value_enum, default_value = "table")]
@@ -361,6 +369,7 @@ fn main() -> ExitCode {
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format } => commands::verify(&cli.store, format),
         Command::Compact => commands::compact(&cli.store),
+        Command::Migrate { format, quiet } => commands::migrate(&cli.store, format, quiet),
         Command::Synth { episodes, first, out, ingest: _, format, seed, models, tasks, output_scale, quiet } => {
             let config = epistore_synth::Config { episodes, first, seed, models, tasks, output_scale, ..Default::default() };
             match out {

@@ -14,6 +14,11 @@ pub enum Error {
     ReadOnly,
     #[error("the store has format `{found}`; this build reads `{expected}`")]
     Format { found: String, expected: String },
+    #[error(
+        "the store has format `{found}`; this build uses `{expected}`. \
+         Run `epistore --store {path} migrate`: it copies the store into the new format and keeps the old file beside it"
+    )]
+    NeedsMigration { path: PathBuf, found: String, expected: String },
     #[error("corrupt store: {0}")]
     Corrupt(String),
     #[error("no episode matches `{0}`")]
@@ -27,6 +32,17 @@ pub enum Error {
 impl Error {
     pub(crate) fn redb(e: impl Into<redb::Error>) -> Error {
         Error::Storage(e.into().to_string())
+    }
+
+    /// Names the store in a format error, and says how to move on when the store is
+    /// one that [`crate::Store::migrate`] converts.
+    pub(crate) fn in_store(self, dir: &Path) -> Error {
+        match self {
+            Error::Format { found, expected } if found == crate::PREVIOUS_FORMAT => {
+                Error::NeedsMigration { path: dir.to_path_buf(), found, expected }
+            }
+            other => other,
+        }
     }
 
     pub(crate) fn open(path: &Path, e: redb::DatabaseError) -> Error {

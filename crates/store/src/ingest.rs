@@ -17,7 +17,9 @@ use redb::{ReadableDatabase, ReadableTable};
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::read::IngestBatch;
-use crate::tables::{EpisodeRecord, FileEntry, BLOBS, CELLS, EPISODES, INGEST_LOG, TRACES};
+use crate::tables::{
+    trace_value, EpisodeRecord, FileEntry, BLOB_DATA, BLOB_INDEX, CELLS, EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, TRACE_DATA,
+};
 use crate::Store;
 
 #[derive(Debug, Clone)]
@@ -250,7 +252,7 @@ impl Store {
             // Cheap existence checks first, on a read snapshot, so a chunk of
             // already-present packages opens no write transaction at all.
             let read = db.begin_read().map_err(Error::redb)?;
-            let episodes = read.open_table(EPISODES).map_err(Error::redb)?;
+            let episodes = read.open_table(EPISODE_INDEX).map_err(Error::redb)?;
             for item in items {
                 match item {
                     Item::Rejected { name, id, reason } => results.push(PackageResult {
@@ -279,7 +281,8 @@ impl Store {
         Ok(())
     }
 
-    /// One transaction: blobs, records, traces, cell index and the log entry.
+    /// One transaction: blobs, records, traces, cell index and the log entry. Values are
+    /// appended under the next free numbers; only the small hash indexes take random keys.
     fn write_batch(
         &self,
         db: &redb::Database,
@@ -291,32 +294,41 @@ impl Store {
         let seq;
         {
             let mut log = txn.open_table(INGEST_LOG).map_err(Error::redb)?;
-            seq = log.last().map_err(Error::redb)?.map(|(k, _)| k.value() + 1).unwrap_or(1);
-            let mut blobs = txn.open_table(BLOBS).map_err(Error::redb)?;
-            let mut episodes = txn.open_table(EPISODES).map_err(Error::redb)?;
-            let mut traces = txn.open_table(TRACES).map_err(Error::redb)?;
+            seq = next_key(&log)?.max(1);
+            let mut blob_index = txn.open_table(BLOB_INDEX).map_err(Error::redb)?;
+            let mut blob_data = txn.open_table(BLOB_DATA).map_err(Error::redb)?;
+            let mut episode_index = txn.open_table(EPISODE_INDEX).map_err(Error::redb)?;
+            let mut episode_data = txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
+            let mut trace_data = txn.open_table(TRACE_DATA).map_err(Error::redb)?;
             let mut cells = txn.open_table(CELLS).map_err(Error::redb)?;
-            // Sorted keys make the B-tree inserts far cheaper than random order.
+            // Sorted keys make the index inserts cheaper than random order.
             let mut all_blobs: Vec<(Hash, Vec<u8>)> =
                 packages.iter_mut().flat_map(|p| std::mem::take(&mut p.blobs)).collect();
             all_blobs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             all_blobs.dedup_by(|a, b| a.0 == b.0);
+            let mut blob_number = next_key(&blob_data)?;
             for (hash, stored) in &all_blobs {
                 // Never rewrite: a blob already present is the same bytes by construction.
-                if blobs.get(*hash).map_err(Error::redb)?.is_none() {
-                    blobs.insert(*hash, stored.as_slice()).map_err(Error::redb)?;
+                if blob_index.get(*hash).map_err(Error::redb)?.is_none() {
+                    blob_index.insert(*hash, blob_number).map_err(Error::redb)?;
+                    blob_data.insert(blob_number, stored.as_slice()).map_err(Error::redb)?;
+                    blob_number += 1;
                     report.blobs_added += 1;
                 }
             }
+            drop(all_blobs);
             packages.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+            let mut number = next_key(&episode_data)?;
             for p in &mut packages {
                 p.record.ingest_seq = seq;
                 let m = &p.record.manifest;
-                episodes.insert(p.id, codec::encode(&p.record).as_slice()).map_err(Error::redb)?;
-                traces.insert(p.id, p.traces.as_slice()).map_err(Error::redb)?;
+                episode_index.insert(p.id, number).map_err(Error::redb)?;
+                episode_data.insert(number, codec::encode(&p.record).as_slice()).map_err(Error::redb)?;
+                trace_data.insert(number, trace_value(&p.id, &p.traces).as_slice()).map_err(Error::redb)?;
                 cells
-                    .insert((m.model.as_str(), m.harness_level.as_str(), m.task.as_str(), p.id), seq)
+                    .insert((m.model.as_str(), m.harness_level.as_str(), m.task.as_str(), p.id), number)
                     .map_err(Error::redb)?;
+                number += 1;
             }
             let batch = IngestBatch {
                 seq,
@@ -329,4 +341,9 @@ impl Store {
         txn.commit().map_err(Error::redb)?;
         Ok((seq, packages.into_iter().map(|p| (p.record, p.episode)).collect()))
     }
+}
+
+/// The number after the last key of an append-only table (0 when it is empty).
+pub(crate) fn next_key<V: redb::Value + 'static>(table: &impl ReadableTable<u64, V>) -> Result<u64> {
+    Ok(table.last().map_err(Error::redb)?.map(|(k, _)| k.value() + 1).unwrap_or(0))
 }

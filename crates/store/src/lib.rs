@@ -16,13 +16,15 @@
 mod codec;
 mod error;
 mod ingest;
+mod migrate;
 mod read;
 mod tables;
 
 pub use error::{Error, Result};
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult};
+pub use migrate::{MigrateProgress, MigrateReport, FORMAT1_FILE};
 pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot, VerifyReport};
-pub use tables::{EpisodeRecord, FileEntry, STORE_FORMAT};
+pub use tables::{EpisodeRecord, FileEntry, PREVIOUS_FORMAT, STORE_FORMAT};
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +46,7 @@ pub struct Store {
     dir: PathBuf,
 }
 
-fn builder() -> redb::Builder {
+pub(crate) fn builder() -> redb::Builder {
     let mut b = Database::builder();
     // One writer process, any number of readers following its commits.
     b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
@@ -72,7 +74,7 @@ impl Store {
             std::fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| io(&dir, e))?;
         }
         let db = builder().open(&file).map_err(|e| Error::open(&dir, e))?;
-        tables::initialise(&db)?;
+        tables::initialise(&db).map_err(|e| e.in_store(&dir))?;
         Ok(Store { handle: Handle::Writer(db), dir })
     }
 
@@ -94,7 +96,7 @@ impl Store {
             }
             Err(e) => return Err(Error::open(&dir, e)),
         };
-        tables::check_format(&db.begin_read().map_err(Error::redb)?)?;
+        tables::check_format(&db.begin_read().map_err(Error::redb)?).map_err(|e| e.in_store(&dir))?;
         Ok(Store { handle: Handle::Reader(db), dir })
     }
 

@@ -1,7 +1,7 @@
 //! Reading a consistent snapshot: episodes, the cell index, blobs, the ingest log,
 //! and `verify`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use epistore_package::{episode_id, hex, parse_hex, Episode, Hash};
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
@@ -9,7 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::tables::{decode_record, EpisodeRecord, BLOBS, CELLS, EPISODES, INGEST_LOG, TRACES};
+use crate::tables::{
+    decode_record, split_trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, EPISODE_DATA, EPISODE_INDEX, INGEST_LOG,
+    TRACE_DATA,
+};
 
 /// One entry of the append-only ingest log: a committed write transaction.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,7 +72,12 @@ impl Snapshot {
     }
 
     pub fn episode_count(&self) -> Result<u64> {
-        table!(self.txn, EPISODES).len().map_err(Error::redb)
+        table!(self.txn, EPISODE_INDEX).len().map_err(Error::redb)
+    }
+
+    /// Distinct files stored.
+    pub fn blob_count(&self) -> Result<u64> {
+        table!(self.txn, BLOB_INDEX).len().map_err(Error::redb)
     }
 
     /// The latest ingest-log sequence number (0 for an empty store): names this snapshot.
@@ -77,9 +85,9 @@ impl Snapshot {
         Ok(table!(self.txn, INGEST_LOG).last().map_err(Error::redb)?.map(|(k, _)| k.value()).unwrap_or(0))
     }
 
-    /// Visits every episode record in id order, until `f` returns false.
+    /// Visits every episode record in ingest order, until `f` returns false.
     pub fn for_each_episode(&self, mut f: impl FnMut(EpisodeRecord) -> Result<bool>) -> Result<()> {
-        for entry in table!(self.txn, EPISODES).iter().map_err(Error::redb)? {
+        for entry in table!(self.txn, EPISODE_DATA).iter().map_err(Error::redb)? {
             let (_, value) = entry.map_err(Error::redb)?;
             if !f(decode_record(value.value())?)? {
                 break;
@@ -88,11 +96,12 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Visits every episode's typed traces in id order, until `f` returns false.
+    /// Visits every episode's typed traces in ingest order, until `f` returns false.
     pub fn for_each_traces(&self, mut f: impl FnMut(Hash, Episode) -> Result<bool>) -> Result<()> {
-        for entry in table!(self.txn, TRACES).iter().map_err(Error::redb)? {
-            let (key, value) = entry.map_err(Error::redb)?;
-            if !f(key.value(), codec::decode_compressed(value.value())?)? {
+        for entry in table!(self.txn, TRACE_DATA).iter().map_err(Error::redb)? {
+            let (_, value) = entry.map_err(Error::redb)?;
+            let (id, compressed) = split_trace_value(value.value())?;
+            if !f(id, codec::decode_compressed(compressed)?)? {
                 break;
             }
         }
@@ -150,30 +159,37 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// The episode number of an id (its key in the data tables), if stored.
+    fn number(&self, id: &Hash) -> Result<Option<u64>> {
+        Ok(table!(self.txn, EPISODE_INDEX).get(*id).map_err(Error::redb)?.map(|v| v.value()))
+    }
+
     pub fn episode(&self, id: &Hash) -> Result<Option<EpisodeRecord>> {
-        match table!(self.txn, EPISODES).get(*id).map_err(Error::redb)? {
-            Some(v) => Ok(Some(decode_record(v.value())?)),
-            None => Ok(None),
-        }
+        self.record_bytes(id)?.map(|bytes| decode_record(&bytes)).transpose()
     }
 
     /// The typed traces of an episode, with derived state.
     pub fn episode_traces(&self, id: &Hash) -> Result<Option<Episode>> {
-        match table!(self.txn, TRACES).get(*id).map_err(Error::redb)? {
-            Some(v) => Ok(Some(codec::decode_compressed(v.value())?)),
-            None => Ok(None),
-        }
+        self.traces_bytes(id)?.map(|bytes| codec::decode_compressed(&bytes)).transpose()
     }
 
     /// The stored (compressed) trace record of an episode, undecoded: read the bytes
     /// under the snapshot, decode them anywhere (in parallel) with [`decode_traces`].
     pub fn traces_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
-        Ok(table!(self.txn, TRACES).get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()))
+        let Some(number) = self.number(id)? else { return Ok(None) };
+        match table!(self.txn, TRACE_DATA).get(number).map_err(Error::redb)? {
+            Some(v) => Ok(Some(split_trace_value(v.value())?.1.to_vec())),
+            None => Err(Error::Corrupt(format!("episode {} has no trace record", hex(id)))),
+        }
     }
 
     /// The stored episode record bytes, undecoded (see [`decode_record_bytes`]).
     pub fn record_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
-        Ok(table!(self.txn, EPISODES).get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()))
+        let Some(number) = self.number(id)? else { return Ok(None) };
+        match table!(self.txn, EPISODE_DATA).get(number).map_err(Error::redb)? {
+            Some(v) => Ok(Some(v.value().to_vec())),
+            None => Err(Error::Corrupt(format!("episode {} has no record", hex(id)))),
+        }
     }
 
     /// Resolves a full id or a unique hex prefix (at least 4 characters) to an id.
@@ -200,7 +216,7 @@ impl Snapshot {
                 hi[i] = (nibble << 4) | 0x0f;
             }
         }
-        let episodes = table!(self.txn, EPISODES);
+        let episodes = table!(self.txn, EPISODE_INDEX);
         let mut found = episodes.range(lo..=hi).map_err(Error::redb)?;
         let first = found.next().transpose().map_err(Error::redb)?.map(|(k, _)| k.value());
         match (first, found.next()) {
@@ -212,9 +228,11 @@ impl Snapshot {
 
     /// The original bytes of a file.
     pub fn blob(&self, hash: &Hash) -> Result<Vec<u8>> {
-        match table!(self.txn, BLOBS).get(*hash).map_err(Error::redb)? {
+        let missing = || Error::Corrupt(format!("missing blob {}", hex(hash)));
+        let number = table!(self.txn, BLOB_INDEX).get(*hash).map_err(Error::redb)?.ok_or_else(missing)?.value();
+        match table!(self.txn, BLOB_DATA).get(number).map_err(Error::redb)? {
             Some(v) => codec::decode_blob(v.value()),
-            None => Err(Error::Corrupt(format!("missing blob {}", hex(hash)))),
+            None => Err(missing()),
         }
     }
 
@@ -259,11 +277,23 @@ impl Snapshot {
     /// the first problem: it reports them all.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
-        let mut blob_ids = HashSet::new();
-        for entry in table!(self.txn, BLOBS).iter().map_err(Error::redb)? {
+        // Index entries by number, then one sequential pass over each data table.
+        let mut blob_numbers: HashMap<u64, Hash> = HashMap::new();
+        for entry in table!(self.txn, BLOB_INDEX).iter().map_err(Error::redb)? {
             let (key, value) = entry.map_err(Error::redb)?;
-            let key = key.value();
+            if let Some(other) = blob_numbers.insert(value.value(), key.value()) {
+                report.problems.push(format!("blobs {} and {} share number {}", hex(&other), hex(&key.value()), value.value()));
+            }
+        }
+        let mut blob_ids = HashSet::new();
+        for entry in table!(self.txn, BLOB_DATA).iter().map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            let number = number.value();
             report.blobs += 1;
+            let Some(key) = blob_numbers.remove(&number) else {
+                report.problems.push(format!("blob number {number} is in no index entry"));
+                continue;
+            };
             match codec::decode_blob(value.value()) {
                 Ok(bytes) => {
                     report.blob_bytes += bytes.len() as u64;
@@ -275,16 +305,49 @@ impl Snapshot {
             }
             blob_ids.insert(key);
         }
+        for (number, key) in blob_numbers {
+            report.problems.push(format!("blob {} points at number {number}, which holds nothing", hex(&key)));
+        }
 
-        let traces = table!(self.txn, TRACES);
+        let mut numbers: HashMap<u64, Hash> = HashMap::new();
+        for entry in table!(self.txn, EPISODE_INDEX).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            if let Some(other) = numbers.insert(value.value(), key.value()) {
+                report.problems.push(format!("episodes {} and {} share number {}", hex(&other), hex(&key.value()), value.value()));
+            }
+        }
+        let mut traced = HashSet::new();
+        for entry in table!(self.txn, TRACE_DATA).iter().map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            let number = number.value();
+            match split_trace_value(value.value()) {
+                Err(e) => report.problems.push(format!("trace record {number}: {e}")),
+                Ok((id, compressed)) => {
+                    if numbers.get(&number) != Some(&id) {
+                        report.problems.push(format!("trace record {number} names episode {}, which the index does not put there", hex(&id)));
+                    }
+                    if let Err(e) = codec::decode_compressed::<Episode>(compressed) {
+                        report.problems.push(format!("episode {}: trace record: {e}", hex(&id)));
+                    }
+                    traced.insert(number);
+                }
+            }
+        }
         let mut cells_expected = HashSet::new();
         let mut ids = HashSet::new();
-        for entry in table!(self.txn, EPISODES).iter().map_err(Error::redb)? {
-            let (key, value) = entry.map_err(Error::redb)?;
-            let key = key.value();
+        for entry in table!(self.txn, EPISODE_DATA).iter().map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            let number = number.value();
             report.episodes += 1;
+            let Some(key) = numbers.remove(&number) else {
+                report.problems.push(format!("episode record {number} is in no index entry"));
+                continue;
+            };
             ids.insert(key);
             let name = hex(&key);
+            if !traced.remove(&number) {
+                report.problems.push(format!("episode {name}: no trace record"));
+            }
             let record = match decode_record(value.value()) {
                 Ok(r) => r,
                 Err(e) => {
@@ -303,30 +366,25 @@ impl Snapshot {
                     report.problems.push(format!("episode {name}: file {} has no blob", file.path));
                 }
             }
-            match traces.get(key).map_err(Error::redb)? {
-                None => report.problems.push(format!("episode {name}: no trace record")),
-                Some(v) => {
-                    if let Err(e) = codec::decode_compressed::<Episode>(v.value()) {
-                        report.problems.push(format!("episode {name}: trace record: {e}"));
-                    }
-                }
-            }
             let m = &record.manifest;
-            cells_expected.insert((m.model.clone(), m.harness_level.clone(), m.task.clone(), key));
+            cells_expected.insert((m.model.clone(), m.harness_level.clone(), m.task.clone(), key, number));
         }
-        if traces.len().map_err(Error::redb)? != report.episodes {
-            report.problems.push("trace records and episodes differ in number".into());
+        for (number, key) in numbers {
+            report.problems.push(format!("episode {} points at number {number}, which holds no record", hex(&key)));
+        }
+        for number in traced {
+            report.problems.push(format!("trace record {number} belongs to no episode record"));
         }
 
         for entry in table!(self.txn, CELLS).iter().map_err(Error::redb)? {
-            let (key, _) = entry.map_err(Error::redb)?;
+            let (key, value) = entry.map_err(Error::redb)?;
             let (m, l, t, id) = key.value();
             report.cells += 1;
-            if !cells_expected.remove(&(m.to_string(), l.to_string(), t.to_string(), id)) {
+            if !cells_expected.remove(&(m.to_string(), l.to_string(), t.to_string(), id, value.value())) {
                 report.problems.push(format!("cell index entry ({m}, {l}, {t}, {}) names no such episode", hex(&id)));
             }
         }
-        for (m, l, t, id) in cells_expected {
+        for (m, l, t, id, _) in cells_expected {
             report.problems.push(format!("episode {} is missing from the cell index ({m}, {l}, {t})", hex(&id)));
         }
 

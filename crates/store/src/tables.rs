@@ -9,18 +9,31 @@ use crate::codec;
 use crate::error::{Error, Result};
 
 /// Format of the store itself (not of packages). Bumped on any incompatible change.
-pub const STORE_FORMAT: &str = "epistore-store/1";
+pub const STORE_FORMAT: &str = "epistore-store/2";
+/// The format [`crate::Store::migrate`] converts from.
+pub const PREVIOUS_FORMAT: &str = "epistore-store/1";
+
+// Layout: every large value lives in an append-only `*_DATA` table under a sequence
+// number, so a new value is always written at the right edge of its B-tree and never
+// makes redb copy an old page. The only trees keyed by hashes (random order) are the
+// small `*_INDEX` tables (32-byte key, 8-byte value), which stay in redb's page cache.
+// Format 1 kept the values themselves under hash keys; every insert then rewrote a
+// random multi-kilobyte leaf, and ingest slowed down as the store grew.
 
 /// `"format"` -> store format; room for more settings.
 pub(crate) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
-/// blake3(file bytes) -> codec-tagged file bytes (see `codec::encode_blob`).
-pub(crate) const BLOBS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("blobs");
-/// episode id -> bincode [`EpisodeRecord`]: what the `episodes` table shows.
-pub(crate) const EPISODES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("episodes");
-/// episode id -> zstd(bincode [`epistore_package::Episode`]): every typed record with
-/// its derived state, so queries never re-parse JSON.
-pub(crate) const TRACES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("traces");
-/// (model, harness level, task, episode id) -> ingest sequence: the cell index. A
+/// blake3(file bytes) -> blob number.
+pub(crate) const BLOB_INDEX: TableDefinition<[u8; 32], u64> = TableDefinition::new("blob_index");
+/// blob number -> codec-tagged file bytes (see `codec::encode_blob`).
+pub(crate) const BLOB_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("blob_data");
+/// episode id -> episode number (numbers follow ingest order).
+pub(crate) const EPISODE_INDEX: TableDefinition<[u8; 32], u64> = TableDefinition::new("episode_index");
+/// episode number -> bincode [`EpisodeRecord`]: what the `episodes` table shows.
+pub(crate) const EPISODE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("episode_data");
+/// episode number -> episode id (32 bytes) ++ zstd(bincode [`epistore_package::Episode`]):
+/// every typed record with its derived state, so queries never re-parse JSON.
+pub(crate) const TRACE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("trace_data");
+/// (model, harness level, task, episode id) -> episode number: the cell index. A
 /// range scan over one (model, level, task) prefix reads one cell only.
 pub(crate) const CELLS: TableDefinition<(&str, &str, &str, [u8; 32]), u64> = TableDefinition::new("cells");
 /// ingest sequence -> bincode [`crate::IngestBatch`]: the append-only ingest log.
@@ -73,14 +86,39 @@ pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
             Some(f) if f == STORE_FORMAT => {}
             Some(f) => return Err(Error::Format { found: f, expected: STORE_FORMAT.into() }),
         }
-        // Create every table so readers never meet a missing one.
-        txn.open_table(BLOBS).map_err(Error::redb)?;
-        txn.open_table(EPISODES).map_err(Error::redb)?;
-        txn.open_table(TRACES).map_err(Error::redb)?;
-        txn.open_table(CELLS).map_err(Error::redb)?;
-        txn.open_table(INGEST_LOG).map_err(Error::redb)?;
+        create_tables(&txn)?;
     }
     txn.commit().map_err(Error::redb)
+}
+
+/// Creates every table, so readers never meet a missing one.
+pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
+    txn.open_table(BLOB_INDEX).map_err(Error::redb)?;
+    txn.open_table(BLOB_DATA).map_err(Error::redb)?;
+    txn.open_table(EPISODE_INDEX).map_err(Error::redb)?;
+    txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
+    txn.open_table(TRACE_DATA).map_err(Error::redb)?;
+    txn.open_table(CELLS).map_err(Error::redb)?;
+    txn.open_table(INGEST_LOG).map_err(Error::redb)?;
+    Ok(())
+}
+
+/// The value stored in [`TRACE_DATA`]: the id first, so a scan knows whose traces it
+/// reads without a second lookup.
+pub(crate) fn trace_value(id: &Hash, compressed: &[u8]) -> Vec<u8> {
+    let mut value = Vec::with_capacity(32 + compressed.len());
+    value.extend_from_slice(id);
+    value.extend_from_slice(compressed);
+    value
+}
+
+/// Splits a [`TRACE_DATA`] value into the id and the compressed traces.
+pub(crate) fn split_trace_value(value: &[u8]) -> Result<(Hash, &[u8])> {
+    if value.len() < 32 {
+        return Err(Error::Corrupt(format!("trace record of {} bytes is shorter than its id", value.len())));
+    }
+    let (id, rest) = value.split_at(32);
+    Ok((id.try_into().expect("32 bytes"), rest))
 }
 
 pub(crate) fn check_format(txn: &ReadTransaction) -> Result<()> {
