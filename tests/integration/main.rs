@@ -11,6 +11,7 @@ mod dataset;
 mod export;
 mod ingest;
 mod leaderboard;
+mod migrate;
 mod properties;
 mod pushdown;
 mod python;

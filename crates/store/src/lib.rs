@@ -1,10 +1,13 @@
 //! The epistore store: an append-only, content-addressed home for episode packages,
 //! on redb and blake3.
 //!
-//! * Every file of every package is a blob keyed by its blake3 hash, stored once
+//! * Every file of every package is a blob found by its blake3 hash, stored once
 //!   (zstd-compressed when that helps), however many episodes share it.
-//! * An episode is keyed by its id (spec 5: blake3 over the package listing), so the
+//! * An episode is found by its id (spec 5: blake3 over the package listing), so the
 //!   same package ingested twice is one episode.
+//! * Values are appended under sequence numbers (blob numbers, episode numbers in ingest
+//!   order); small hash -> number indexes find them (format `epistore-store/2`).
+//!   [`Store::migrate`] converts a store of the previous format.
 //! * Each write transaction appends one ingest-log entry naming the episodes it added;
 //!   nothing is ever updated in place or deleted.
 //! * A package goes in whole, in one transaction, or not at all.

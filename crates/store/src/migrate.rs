@@ -94,9 +94,15 @@ impl Store {
             return Ok(MigrateReport { from: found, episodes, blobs, batches, kept: None, bytes_before, bytes_after: bytes_before });
         }
         if found != PREVIOUS_FORMAT {
-            return Err(Error::Format { found, expected: PREVIOUS_FORMAT.into() });
+            return Err(Error::Format { found, expected: format!("{STORE_FORMAT} (and migrates {PREVIOUS_FORMAT})") });
         }
         let kept = dir.join(FORMAT1_FILE);
+        if same_file(&kept, &file) {
+            // An earlier migration died between giving the old file its second name and
+            // the rename: the "kept" file is this very store, so dropping the name loses
+            // nothing, and the migration starts over.
+            std::fs::remove_file(&kept).map_err(|e| io(&kept, e))?;
+        }
         if kept.exists() {
             return Err(Error::Storage(format!(
                 "{} already exists (a format-1 file from an earlier migration?): move it away first",
@@ -129,9 +135,22 @@ impl Store {
         // The old file gets its second name before the new one takes the first, so
         // `epistore.redb` always names a whole store. The writer lock on the old file
         // is held throughout, so no ingest can slip in between.
-        std::fs::hard_link(&file, &kept).map_err(|e| io(&kept, e))?;
-        std::fs::rename(&fresh, &file).map_err(|e| io(&file, e))?;
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))?;
+        let sync_dir = || std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e));
+        let swapped = std::fs::hard_link(&file, &kept).map_err(|e| io(&kept, e)).and_then(|()| {
+            // The second name is durable before the first changes hands, so even a
+            // file system that reorders directory updates keeps the old store.
+            sync_dir()?;
+            std::fs::rename(&fresh, &file).map_err(|e| io(&file, e))
+        });
+        if let Err(e) = swapped {
+            // `epistore.redb` is still the old store: undo the rest.
+            if same_file(&kept, &file) {
+                let _ = std::fs::remove_file(&kept);
+            }
+            let _ = std::fs::remove_file(&fresh);
+            return Err(e);
+        }
+        sync_dir()?;
         drop(read);
         drop(old);
         Ok(MigrateReport {
@@ -143,6 +162,23 @@ impl Store {
             bytes_before,
             bytes_after: size(&file)?,
         })
+    }
+}
+
+/// Whether two paths name the same file (the same inode), as a hard link makes them.
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
     }
 }
 

@@ -178,7 +178,14 @@ impl Snapshot {
     pub fn traces_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
         let Some(number) = self.number(id)? else { return Ok(None) };
         match table!(self.txn, TRACE_DATA).get(number).map_err(Error::redb)? {
-            Some(v) => Ok(Some(split_trace_value(v.value())?.1.to_vec())),
+            Some(v) => match split_trace_value(v.value())? {
+                (owner, compressed) if owner == *id => Ok(Some(compressed.to_vec())),
+                (owner, _) => Err(Error::Corrupt(format!(
+                    "the index puts episode {} at trace record {number}, which belongs to {}",
+                    hex(id),
+                    hex(&owner)
+                ))),
+            },
             None => Err(Error::Corrupt(format!("episode {} has no trace record", hex(id)))),
         }
     }

@@ -1,0 +1,147 @@
+//! Stores written by an older build: refused with a way forward, and migrated into the
+//! current format without losing or changing anything (tests/fixtures/store-v1).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::{dataset, repo_root, text, TestStore};
+
+fn fixture() -> PathBuf {
+    repo_root().join("tests/fixtures/store-v1")
+}
+
+/// A store holding a copy of the format-1 fixture file.
+fn format1_store() -> TestStore {
+    let store = TestStore::new();
+    std::fs::create_dir_all(store.path()).unwrap();
+    std::fs::copy(fixture().join("epistore.redb"), store.path().join("epistore.redb")).unwrap();
+    store
+}
+
+/// Every table and view but `epistore_info`, as `tables.txt` holds them: `## name`, then
+/// the CSV lines sorted.
+fn all_tables(store: &TestStore) -> String {
+    let names = store.sql(
+        "SELECT table_name FROM information_schema.tables \
+         WHERE table_schema = 'public' AND table_name <> 'epistore_info' ORDER BY 1",
+    );
+    let mut out = String::new();
+    for name in names {
+        let name = name["table_name"].as_str().unwrap();
+        let csv = store.run(&["sql", "--format", "csv", &format!("SELECT * FROM {name}")]);
+        assert!(csv.status.success(), "{}", text(&csv.stderr));
+        let mut lines: Vec<String> = text(&csv.stdout).lines().map(str::to_string).collect();
+        lines.sort();
+        out.push_str(&format!("## {name}\n"));
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// `verify` of the store, asserting it is intact and prints what the format-1 build
+/// printed for the fixture.
+fn assert_verify_as_format1(store: &TestStore) {
+    let verify = store.run(&["verify"]);
+    assert!(verify.status.success(), "{}{}", text(&verify.stdout), text(&verify.stderr));
+    assert_eq!(text(&verify.stdout), std::fs::read_to_string(fixture().join("verify.txt")).unwrap());
+}
+
+fn migrate(store: &TestStore) -> Value {
+    let out = store.run(&["migrate", "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+// Opening the old file for writing (which takes the writer lock and would roll back a
+// crashed write) lets redb update its own header and allocator pages, so the tests
+// compare what is stored, not the file's bytes.
+
+#[test]
+fn a_format1_store_is_refused_with_the_way_forward() {
+    let store = format1_store();
+    for args in [&["ls"][..], &["sql", "SELECT 1"], &["verify"], &["ingest", dataset().to_str().unwrap()]] {
+        let out = store.run(args);
+        assert!(!out.status.success(), "{args:?} succeeded on a format-1 store");
+        let err = text(&out.stderr);
+        assert!(err.contains("epistore-store/1") && err.contains("migrate"), "{args:?}: {err}");
+    }
+    // The refused ingest stored nothing: the store migrates to exactly the fixture.
+    assert_eq!(migrate(&store)["episodes"], 4);
+    assert_verify_as_format1(&store);
+}
+
+#[test]
+fn migrating_a_format1_store_keeps_every_answer_and_the_old_store() {
+    let store = format1_store();
+    let report = migrate(&store);
+    assert_eq!(report["from"], "epistore-store/1");
+    assert_eq!(report["to"], "epistore-store/2");
+    assert_eq!((report["episodes"].as_u64(), report["batches"].as_u64()), (Some(4), Some(2)), "{report}");
+    assert_eq!(files_in(&store.path()), ["epistore.redb", "epistore.redb.format1"]);
+
+    // Intact, and every table and view answers what the format-1 build answered.
+    assert_verify_as_format1(&store);
+    let expected = std::fs::read_to_string(fixture().join("tables.txt")).unwrap();
+    assert!(all_tables(&store) == expected, "the migrated store answers differently from tests/fixtures/store-v1/tables.txt");
+    let info = store.sql("SELECT value FROM epistore_info WHERE key = 'store_format'");
+    assert_eq!(info[0]["value"], "epistore-store/2");
+
+    // The packages come back byte for byte.
+    let h3 = store.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3'");
+    let id = h3[0]["episode_id"].as_str().unwrap();
+    let out_dir = store.dir.path().join("h3");
+    let out = store.run(&["export-package", id, out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for name in ["manifest.json", "outcome.json", "patch.diff"] {
+        let original = std::fs::read(dataset().join("H3").join(name)).unwrap();
+        assert!(std::fs::read(out_dir.join(name)).unwrap() == original, "{name} differs");
+    }
+
+    // The kept file is still the whole format-1 store: it migrates to the same.
+    let old = TestStore::new();
+    std::fs::create_dir_all(old.path()).unwrap();
+    std::fs::copy(store.path().join("epistore.redb.format1"), old.path().join("epistore.redb")).unwrap();
+    assert_eq!(migrate(&old)["episodes"], 4);
+    assert_verify_as_format1(&old);
+
+    // The migrated store works as any other: the same packages add nothing, a second
+    // migration has nothing to do.
+    let (code, summary) = store.ingest_json(&[&dataset()]);
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!((summary["added"].as_u64(), summary["already_present"].as_u64()), (Some(0), Some(4)));
+    let again = migrate(&store);
+    assert_eq!(again["migrated"], false, "{again}");
+}
+
+#[test]
+fn a_migration_in_the_way_of_an_older_one_is_refused_and_a_crashed_one_starts_over() {
+    // A format-1 file from an earlier migration is in the way: refuse before writing.
+    let store = format1_store();
+    let in_the_way = store.path().join("epistore.redb.format1");
+    std::fs::write(&in_the_way, b"an older copy").unwrap();
+    let out = store.run(&["migrate"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("epistore.redb.format1"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&in_the_way).unwrap(), b"an older copy");
+    assert_eq!(files_in(&store.path()), ["epistore.redb", "epistore.redb.format1"]);
+
+    // A migration that died after giving the old file its second name, before the
+    // rename: that name is the store itself, so the next migration drops it and runs.
+    std::fs::remove_file(&in_the_way).unwrap();
+    std::fs::hard_link(store.path().join("epistore.redb"), &in_the_way).unwrap();
+    std::fs::write(store.path().join("epistore.redb.migrating"), b"half a copy").unwrap();
+    assert_eq!(migrate(&store)["from"], "epistore-store/1");
+    assert_eq!(files_in(&store.path()), ["epistore.redb", "epistore.redb.format1"]);
+    assert_verify_as_format1(&store);
+}
