@@ -173,8 +173,26 @@ def fmt_mb(b) -> str:
     return f"{b / 1e6:,.0f}"
 
 
+def store_format(args, store: Path) -> str:
+    out = subprocess.run([args.epistore, "--store", str(store), "sql", "--format", "csv",
+                          "SELECT value FROM epistore_info WHERE key = 'store_format'"],
+                         check=True, capture_output=True, text=True).stdout.strip().splitlines()
+    return out[-1]
+
+
+def load_baseline(path: str | None) -> dict | None:
+    """An earlier run's scale.json (another build or store format), shown beside this one."""
+    if not path:
+        return None
+    base = json.loads(Path(path).read_text())
+    base.setdefault("store_format", "epistore-store/1")  # runs made before it was recorded
+    base["label"] = f"{base['store_format']}, {base.get('started', '?')}"
+    return base
+
+
 def report(args, state: dict) -> str:
     parts = state["parts"]
+    base = load_baseline(args.baseline)
     if not parts:
         return "# epistore scale run\n\nNo part finished yet.\n"
     fin = state.get("final", {})
@@ -194,7 +212,7 @@ def report(args, state: dict) -> str:
         f"Command: `{state['command']}`",
         "",
         f"Population: {args.episodes:,} episodes of `synth --seed 1 --output-scale {args.output_scale:g}`, "
-        f"{how}, in parts of {args.part:,} into one store.",
+        f"{how}, in parts of {args.part:,} into one store. Store format: {state.get('store_format', '?')}.",
         "",
         "## Totals",
         "",
@@ -243,9 +261,11 @@ def report(args, state: dict) -> str:
         "",
         "| part | store before (episodes) | ingest s | episodes/s | MB/s | CPU ms / episode | "
         "KB written / episode | "
-        + ("I/O floor s | ingest / floor | " if files else "") + "peak RSS MiB | store file size after, MB |",
-        "|---|---|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|",
+        + ("I/O floor s | ingest / floor | " if files else "") + "peak RSS MiB | store file size after, MB |"
+        + (" baseline episodes/s | baseline CPU ms / episode |" if base else ""),
+        "|---|---|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|" + ("---|---|" if base else ""),
     ]
+    base_parts = {bp["first"]: bp for bp in base["parts"]} if base else {}
     rerun = False
     for p in parts:
         mark = ""
@@ -255,7 +275,7 @@ def report(args, state: dict) -> str:
         floor_cells = f"{p['io_floor_s']:.1f} | {p['ingest_s'] / p['io_floor_s']:.2f} | " if files else ""
         lines.append(f"| {p['part'] + 1}{mark} | {p['first']:,} | {p['ingest_s']:.1f} | {p['episodes'] / p['ingest_s']:,.0f} | "
                      f"{p['raw_bytes'] / 1e6 / p['ingest_s']:,.0f} | {cpu_ms(p)} | {written_kb(p)} | {floor_cells}{p['ingest_rss'] / 2**20:,.0f} | "
-                     f"{fmt_mb(p['store_bytes'])} |")
+                     f"{fmt_mb(p['store_bytes'])} |" + (baseline_cells(base_parts.get(p["first"])) if base else ""))
     sampled = [str(p["part"] + 1) for p in parts if "io_sampled_by" in p]
     if sampled:  # recorded by hand for runs made before scale.py sampled /proc itself
         lines += ["", f"Bytes written by parts {', '.join(sampled)}: from "
@@ -263,32 +283,47 @@ def report(args, state: dict) -> str:
     if rerun:
         lines += ["", "\\* run again after an interruption: some of its episodes were already stored (no-ops), "
                   "so its figures understate the cost of a part."]
+    if base:
+        lines += ["", f"Baseline columns and the grey dashed lines of the chart: the same parts of an earlier run "
+                  f"({base['label']}; `{args.baseline}`)."]
     lines += ["", "![ingest speed and memory per part](scale-ingest.svg)", "", "Raw numbers: `WORK/scale.json`.", ""]
     return "\n".join(lines)
 
 
-def chart_svg(parts: list[dict]) -> str:
+def baseline_cells(bp: dict | None) -> str:
+    if not bp:
+        return " | |"
+    return f" {bp['episodes'] / bp['ingest_s']:,.0f} | {cpu_ms(bp)} |"
+
+
+def chart_svg(parts: list[dict], base: dict | None = None) -> str:
     """Small line charts side by side (no plotting library needed): ingest episodes/s,
-    CPU per episode and peak RSS, each against the store's size before the part."""
+    CPU per episode and peak RSS, each against the store's size before the part; an
+    earlier run (`base`), when given, in grey dashes behind."""
     w, h, pad = 330, 220, 46
     panels = [("ingest, episodes/s (wall)", lambda p: p["episodes"] / p["ingest_s"], "#2b6cb0"),
               ("ingest CPU ms per episode", lambda p: 1000 * p["ingest_cpu_s"] / p["episodes"], "#2f855a"),
               ("ingest peak RSS, MiB", lambda p: p["ingest_rss"] / 2**20, "#c05621")]
-    xmax = max(p["first"] + p["episodes"] for p in parts)
+    base_parts = base["parts"] if base else []
+    xmax = max(p["first"] + p["episodes"] for p in [*parts, *base_parts])
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{len(panels) * w}" height="{h}" '
            'font-family="sans-serif" font-size="11"><rect width="100%" height="100%" fill="white"/>']
-    for i, (title, value, colour) in enumerate(panels):
+    def series(runs: list[dict], value) -> list[tuple[float, float]]:
         points = []
-        for p in parts:
+        for p in runs:
             try:
                 points.append((p["first"], value(p)))
             except KeyError:  # parts measured before CPU time was recorded
                 pass
+        return points
+
+    for i, (title, value, colour) in enumerate(panels):
+        points, base_points = series(parts, value), series(base_parts, value)
         if not points:
             continue
         xs, ys = [x for x, _ in points], [y for _, y in points]
         x0 = i * w
-        ymax = max(ys) * 1.15 or 1
+        ymax = max(ys + [y for _, y in base_points]) * 1.15 or 1
 
         def px(x: float) -> float:
             return x0 + pad + (x / xmax) * (w - pad - 12)
@@ -305,6 +340,11 @@ def chart_svg(parts: list[dict]) -> str:
             xv = xmax * frac
             out.append(f'<text x="{px(xv)}" y="{py(0) + 14}" text-anchor="middle">{xv / 1000:,.0f}k</text>')
         out.append(f'<text x="{x0 + w / 2}" y="{h - 6}" text-anchor="middle">episodes in the store before the part</text>')
+        if base_points:
+            pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in base_points)
+            out.append(f'<polyline points="{pts}" fill="none" stroke="#999" stroke-width="1.5" stroke-dasharray="4 3"/>')
+            if i == 0:
+                out.append(f'<text x="{px(xmax)}" y="28" text-anchor="end" fill="#777">dashed: {base["label"]}</text>')
         pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys))
         out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
         out.extend(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{colour}"/>' for x, y in zip(xs, ys))
@@ -326,6 +366,8 @@ def main() -> int:
     ap.add_argument("--io-threads", type=int, default=bench.IO_THREADS, help="threads the I/O floor reads on")
     ap.add_argument("--results", default=str(HERE / "scale-results.md"))
     ap.add_argument("--chart", default=str(HERE / "scale-ingest.svg"), help="per-part chart (SVG)")
+    ap.add_argument("--baseline", help="scale.json of an earlier run (another build or store format, e.g. "
+                    "benches/scale-format1.json) to show beside this one, part by part")
     ap.add_argument("--fresh", action="store_true", help="delete WORK first instead of resuming")
     ap.add_argument("--finish", action="store_true",
                     help="ingest no more parts: run the full-store steps on the parts done so far (for a run that "
@@ -365,10 +407,11 @@ def main() -> int:
                   f"({p['episodes'] / p['ingest_s']:,.0f}/s), RSS {p['ingest_rss'] / 2**20:,.0f} MiB, "
                   f"store {p['store_bytes'] / 1e9:.2f} GB, free {p['free_disk_bytes'] / 1e9:.1f} GB")
         state["parts"].append(p)
+        state.setdefault("store_format", store_format(args, store))
         state.pop("final", None)
         save()
         Path(args.results).write_text(report(args, state))
-        Path(args.chart).write_text(chart_svg(state["parts"]))
+        Path(args.chart).write_text(chart_svg(state["parts"], load_baseline(args.baseline)))
     if "final" not in state:
         bench.log("full store: cold start, suite, export")
         state["final"] = final_steps(args, store, work)
