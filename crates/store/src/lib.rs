@@ -22,6 +22,8 @@ mod ingest;
 mod migrate;
 mod read;
 mod tables;
+#[cfg(test)]
+mod verify_tests;
 
 pub use error::{Error, Result};
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult};

@@ -1,0 +1,102 @@
+//! `verify` must find damage, not only pass on intact stores: each test damages one
+//! table of a store holding the bundled dataset, through redb directly, and checks that
+//! `verify` names the problem (and that reads refuse what they cannot trust).
+
+use epistore_package::{read_source, Source};
+use redb::{ReadableTable, TableDefinition};
+
+use crate::tables::{BLOB_DATA, EPISODE_INDEX, TRACE_DATA};
+use crate::{IngestOptions, Store};
+
+fn dataset_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(dir.path().join("store")).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/login-validation");
+    let sources: Vec<Source> = ["H0", "H1", "H2", "H3"].iter().map(|l| Source::Dir(root.join(l))).collect();
+    let options = IngestOptions::default();
+    let report = store.ingest_from(&sources, |s| read_source(s, &options.limits), &options, |_| {}, |_, _| Ok(())).unwrap();
+    assert_eq!(report.added(), 4);
+    (dir, store)
+}
+
+/// Runs `damage` in one committed write transaction.
+fn damage(store: &Store, damage: impl FnOnce(&redb::WriteTransaction)) {
+    let txn = store.writer().unwrap().begin_write().unwrap();
+    damage(&txn);
+    txn.commit().unwrap();
+}
+
+fn problems(store: &Store) -> Vec<String> {
+    store.snapshot().unwrap().verify().unwrap().problems
+}
+
+fn first_number(txn: &redb::WriteTransaction, def: TableDefinition<u64, &[u8]>) -> u64 {
+    txn.open_table(def).unwrap().first().unwrap().unwrap().0.value()
+}
+
+#[test]
+fn an_intact_store_verifies_clean() {
+    let (_dir, store) = dataset_store();
+    let report = store.snapshot().unwrap().verify().unwrap();
+    assert_eq!(report.problems, Vec::<String>::new());
+    assert_eq!((report.episodes, report.cells, report.batches), (4, 4, 1));
+    assert_eq!(report.blobs, store.snapshot().unwrap().blob_count().unwrap());
+}
+
+#[test]
+fn a_blob_whose_bytes_changed_is_found() {
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let number = first_number(txn, BLOB_DATA);
+        let mut blobs = txn.open_table(BLOB_DATA).unwrap();
+        // Tag 0 (raw) and bytes that hash to something else.
+        blobs.insert(number, [0u8, b'x', b'y'].as_slice()).unwrap();
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("does not hash to its key")), "{found:?}");
+}
+
+#[test]
+fn a_missing_trace_record_is_found() {
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let number = first_number(txn, TRACE_DATA);
+        txn.open_table(TRACE_DATA).unwrap().remove(number).unwrap();
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("no trace record")), "{found:?}");
+}
+
+#[test]
+fn an_index_entry_pointing_elsewhere_is_found_and_reads_refuse_it() {
+    let (_dir, store) = dataset_store();
+    let mut ids = Vec::new();
+    damage(&store, |txn| {
+        let mut index = txn.open_table(EPISODE_INDEX).unwrap();
+        let entries: Vec<([u8; 32], u64)> =
+            index.iter().unwrap().map(|e| e.unwrap()).map(|(k, v)| (k.value(), v.value())).collect();
+        // The first two ids swap numbers: each now points at the other's records.
+        let ((a, na), (b, nb)) = (entries[0], entries[1]);
+        index.insert(a, nb).unwrap();
+        index.insert(b, na).unwrap();
+        ids.push(a);
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("record names id")), "{found:?}");
+    assert!(found.iter().any(|p| p.contains("which the index does not put there")), "{found:?}");
+    let err = store.snapshot().unwrap().traces_bytes(&ids[0]).unwrap_err();
+    assert!(err.to_string().contains("belongs to"), "{err}");
+}
+
+#[test]
+fn an_index_entry_pointing_at_nothing_is_found() {
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let mut index = txn.open_table(EPISODE_INDEX).unwrap();
+        let id = index.first().unwrap().unwrap().0.value();
+        index.insert(id, 1_000_000).unwrap();
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("which holds no record")), "{found:?}");
+    assert!(found.iter().any(|p| p.contains("is in no index entry")), "{found:?}");
+}
