@@ -118,34 +118,39 @@ pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 /// store. Returns them in log order.
 pub fn segments_for(store: &Store, snapshot: &Snapshot, progress: Progress) -> Result<Vec<Segment>> {
     let dir = columnar_dir(store);
-    let log = snapshot.ingest_log()?;
-    let Some(last_seq) = log.last().map(|b| b.seq) else { return Ok(Vec::new()) };
+    let last_seq = snapshot.ingest_seq()?;
+    if last_seq == 0 {
+        return Ok(Vec::new());
+    }
     let existing = existing_segments(&dir);
 
-    // Walk the log, taking an existing segment where one starts at the next entry and
-    // ends within the snapshot, and collecting runs of entries that no segment covers.
+    // Walk the log's sequence numbers (1..=last_seq, no gaps), taking an existing segment
+    // where one starts at the next number and ends within the snapshot, and collecting
+    // runs of entries that no segment covers. Only those entries are read from the store:
+    // reading the whole log (every episode id ever ingested) made each ingest and each
+    // session open cost time in proportion to the store's size.
     let mut chosen = Vec::new();
-    let mut missing: Vec<Vec<&IngestBatch>> = Vec::new();
-    let mut i = 0;
-    while i < log.len() {
-        let seq = log[i].seq;
+    let mut missing: Vec<Vec<IngestBatch>> = Vec::new();
+    let mut seq = 1;
+    while seq <= last_seq {
         if let Some(seg) = existing.iter().find(|s| s.first == seq && s.last <= last_seq) {
             chosen.push(Ok(seg.clone()));
-            while i < log.len() && log[i].seq <= seg.last {
-                i += 1;
-            }
+            seq = seg.last + 1;
             continue;
         }
+        let batch = snapshot.ingest_batch(seq)?.ok_or_else(|| {
+            Error::Store(epistore_store::Error::Corrupt(format!("ingest log entry {seq} of {last_seq} is missing")))
+        })?;
         // Start a new run, or extend the current one while it stays small enough.
         let extend = matches!(chosen.last(), Some(Err(_)))
-            && missing.last().is_some_and(|run| run.iter().map(|b| b.episodes.len()).sum::<usize>() + log[i].episodes.len() <= SEGMENT_EPISODES);
+            && missing.last().is_some_and(|run| run.iter().map(|b| b.episodes.len()).sum::<usize>() + batch.episodes.len() <= SEGMENT_EPISODES);
         if extend {
-            missing.last_mut().expect("run").push(&log[i]);
+            missing.last_mut().expect("run").push(batch);
         } else {
-            missing.push(vec![&log[i]]);
+            missing.push(vec![batch]);
             chosen.push(Err(missing.len() - 1));
         }
-        i += 1;
+        seq += 1;
     }
 
     let total: u64 = missing.iter().flatten().map(|b| b.episodes.len() as u64).sum();
@@ -171,7 +176,7 @@ fn io(path: &Path, e: std::io::Error) -> Error {
 
 /// Writes one segment for the given consecutive log entries, decoding their episodes
 /// from the snapshot.
-fn build_segment(snapshot: &Snapshot, dir: &Path, batches: &[&IngestBatch], progress: &(dyn Fn(u64) + Sync)) -> Result<Segment> {
+fn build_segment(snapshot: &Snapshot, dir: &Path, batches: &[IngestBatch], progress: &(dyn Fn(u64) + Sync)) -> Result<Segment> {
     let first = batches.first().expect("a run is never empty").seq;
     let last = batches.last().expect("a run is never empty").seq;
     // Bytes are read under the snapshot in order; decoding runs in parallel.

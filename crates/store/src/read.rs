@@ -271,6 +271,16 @@ impl Snapshot {
         Ok(counts.into_iter().map(|((model, harness_level, task), episodes)| Cell { model, harness_level, task, episodes }).collect())
     }
 
+    /// One entry of the ingest log. Sequence numbers run from 1 to [`Snapshot::ingest_seq`]
+    /// without gaps (each commit takes the next), so a reader that needs only some
+    /// entries can look them up instead of decoding the whole log.
+    pub fn ingest_batch(&self, seq: u64) -> Result<Option<IngestBatch>> {
+        match table!(self.txn, INGEST_LOG).get(seq).map_err(Error::redb)? {
+            Some(v) => Ok(Some(codec::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
     pub fn ingest_log(&self) -> Result<Vec<IngestBatch>> {
         let mut out = Vec::new();
         for entry in table!(self.txn, INGEST_LOG).iter().map_err(Error::redb)? {
