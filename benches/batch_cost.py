@@ -15,6 +15,14 @@ median / max) and the wall time of a no-op re-ingest of the same batch.
 
 The bases are built with `synth --ingest` (no package files written). Needs about 1.2 GB
 of disk per 20,000 base episodes, twice while a base is copied.
+
+A store too big to copy (the million-episode store of benches/scale.py) is measured with
+`--into STORE`: each run ingests a batch of different new episodes (`synth --episodes
+500 --seed 100+run`) straight into that store, and the same batch into an empty store
+right after, so both see the machine in the same minutes. The store grows by the
+batches (a few MB each); nothing else in it changes.
+
+    python3 benches/batch_cost.py --epistore target/release/epistore --into /tmp/epistore-scale/store
 """
 
 import argparse
@@ -62,10 +70,14 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=500, help="episodes in the timed batch")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default="/tmp/epistore-batch-cost")
+    ap.add_argument("--into", help="an existing store too big to copy: time new batches straight into it, each "
+                    "against the same batch into an empty store")
     args = ap.parse_args()
     epistore = str(Path(args.epistore).resolve())
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    if args.into:
+        return into_existing(args, epistore, work)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
     batch = work / f"batch-{args.batch}"
@@ -110,6 +122,38 @@ def main() -> int:
     print("|---|---|---|---|")
     for n in sizes:
         print(f"| {n:,} | {summary(seconds[n])} | {summary(columnar[n])} | {summary(noop[n])} |")
+    return 0
+
+
+def into_existing(args, epistore: str, work: Path) -> int:
+    big = Path(args.into)
+    if not (big / "epistore.redb").is_file():
+        print(f"error: no store at {big}", file=sys.stderr)
+        return 1
+    count = subprocess.run([epistore, "--store", str(big), "sql", "--format", "csv", "SELECT count(*) FROM episodes"],
+                           check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    timings: dict[str, list[float]] = {"big": [], "empty": [], "big_columnar": [], "empty_columnar": []}
+    empty = work / "empty"
+    for run in range(args.runs):
+        batch = work / f"batch-{args.batch}-seed{100 + run}"
+        if not batch.is_dir():
+            synth(epistore, args.batch, 100 + run, 1.0, batch)
+        for name, store in (("big", big), ("empty", empty)):
+            if name == "empty" and empty.exists():
+                shutil.rmtree(empty)
+            report = run_json([epistore, "--store", str(store), "ingest", "--quiet", "--format", "json", str(batch)])
+            if report["added"] != args.batch:
+                print(f"error: batch seed {100 + run} added {report['added']} episodes to {store}, not {args.batch} "
+                      "(already ingested by an earlier run?)", file=sys.stderr)
+                return 1
+            timings[name].append(report["seconds"])
+            timings[f"{name}_columnar"].append(report["columnar_seconds"])
+    shutil.rmtree(empty)
+    print(f"| store | ingest of {args.batch} new (min / median / max s) | of which columnar |")
+    print("|---|---|---|")
+    print(f"| {big} ({int(count):,} episodes before) | {summary(timings['big'])} | {summary(timings['big_columnar'])} |")
+    print(f"| empty | {summary(timings['empty'])} | {summary(timings['empty_columnar'])} |")
+    print(f"\nratio of medians: {statistics.median(timings['big']) / statistics.median(timings['empty']):.2f}x")
     return 0
 
 
