@@ -169,6 +169,17 @@ def written_kb(p: dict) -> str:
     return f"{b / p['episodes'] / 1e3:,.0f}" if b else "–"
 
 
+def store_vs_columnar(p: dict) -> str:
+    """The ingest's time outside the columnar step over the columnar step's time. The
+    columnar step does the same work in every part (one Parquet segment per 8,192 new
+    episodes, whatever the store holds), so it measures the machine's speed during the
+    part: this ratio stays flat when the store's cost per episode does, even while a
+    shared machine speeds up or slows down."""
+    if not p.get("columnar_s"):
+        return "–"
+    return f"{(p['ingest_s'] - p['columnar_s']) / p['columnar_s']:.2f}"
+
+
 def fmt_mb(b) -> str:
     return f"{b / 1e6:,.0f}"
 
@@ -257,13 +268,16 @@ def report(args, state: dict) -> str:
         "## Per part: does ingest slow down, or memory grow, as the store grows?",
         "",
         "Wall time on a shared virtual machine varies from part to part; the CPU time of the ingest process "
-        "(user + system, over all its threads) per episode varies less.",
+        "(user + system, over all its threads) per episode varies less. *store / columnar* is the ingest's time "
+        "outside its columnar step over the columnar step's time: the columnar step does the same work in every "
+        "part whatever the store holds, so the ratio follows the store's own cost even while the machine's "
+        "speed drifts.",
         "",
         "| part | store before (episodes) | ingest s | episodes/s | MB/s | CPU ms / episode | "
-        "KB written / episode | "
+        "KB written / episode | store / columnar | "
         + ("I/O floor s | ingest / floor | " if files else "") + "peak RSS MiB | store file size after, MB |"
         + (" baseline episodes/s | baseline CPU ms / episode |" if base else ""),
-        "|---|---|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|" + ("---|---|" if base else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|---|" if files else "") + "---|---|" + ("---|---|" if base else ""),
     ]
     base_parts = {bp["first"]: bp for bp in base["parts"]} if base else {}
     rerun = False
@@ -274,7 +288,7 @@ def report(args, state: dict) -> str:
             mark, rerun = "*", True
         floor_cells = f"{p['io_floor_s']:.1f} | {p['ingest_s'] / p['io_floor_s']:.2f} | " if files else ""
         lines.append(f"| {p['part'] + 1}{mark} | {p['first']:,} | {p['ingest_s']:.1f} | {p['episodes'] / p['ingest_s']:,.0f} | "
-                     f"{p['raw_bytes'] / 1e6 / p['ingest_s']:,.0f} | {cpu_ms(p)} | {written_kb(p)} | {floor_cells}{p['ingest_rss'] / 2**20:,.0f} | "
+                     f"{p['raw_bytes'] / 1e6 / p['ingest_s']:,.0f} | {cpu_ms(p)} | {written_kb(p)} | {store_vs_columnar(p)} | {floor_cells}{p['ingest_rss'] / 2**20:,.0f} | "
                      f"{fmt_mb(p['store_bytes'])} |" + (baseline_cells(base_parts.get(p["first"])) if base else ""))
     sampled = [str(p["part"] + 1) for p in parts if "io_sampled_by" in p]
     if sampled:  # recorded by hand for runs made before scale.py sampled /proc itself
