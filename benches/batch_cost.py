@@ -73,6 +73,8 @@ def main() -> int:
     ap.add_argument("--into", help="an existing store too big to copy: time new batches straight into it, each "
                     "against the same batch into an empty store")
     args = ap.parse_args()
+    if args.runs < 1 or args.batch < 1:
+        ap.error("--runs and --batch must be at least 1")
     epistore = str(Path(args.epistore).resolve())
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

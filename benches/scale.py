@@ -421,7 +421,8 @@ def main() -> int:
                   f"({p['episodes'] / p['ingest_s']:,.0f}/s), RSS {p['ingest_rss'] / 2**20:,.0f} MiB, "
                   f"store {p['store_bytes'] / 1e9:.2f} GB, free {p['free_disk_bytes'] / 1e9:.1f} GB")
         state["parts"].append(p)
-        state.setdefault("store_format", store_format(args, store))
+        if "store_format" not in state:
+            state["store_format"] = store_format(args, store)
         state.pop("final", None)
         save()
         Path(args.results).write_text(report(args, state))

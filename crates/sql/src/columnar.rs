@@ -133,7 +133,7 @@ pub fn segments_for(store: &Store, snapshot: &Snapshot, progress: Progress) -> R
     let mut missing: Vec<Vec<IngestBatch>> = Vec::new();
     let mut seq = 1;
     while seq <= last_seq {
-        if let Some(seg) = existing.iter().find(|s| s.first == seq && s.last <= last_seq) {
+        if let Some(seg) = existing.iter().find(|s| s.first == seq && s.last >= seq && s.last <= last_seq) {
             chosen.push(Ok(seg.clone()));
             seq = seg.last + 1;
             continue;

@@ -120,7 +120,9 @@ impl Store {
         let built = redb::Database::builder().create(&fresh).map_err(|e| Error::open(dir, e)).and_then(|new| {
             tables::initialise(&new)?;
             let counts = copy(&read, &new, &mut progress)?;
-            drop(new);
+            // A close that fails would leave the copy needing repair: not good enough to
+            // rename into place.
+            new.close().map_err(|e| Error::open(dir, e))?;
             std::fs::File::open(&fresh).and_then(|f| f.sync_all()).map_err(|e| io(&fresh, e))?;
             Ok(counts)
         });
@@ -226,6 +228,11 @@ fn copy(old: &redb::ReadTransaction, new: &redb::Database, progress: &mut dyn Fn
             let mut log = txn.open_table(INGEST_LOG).map_err(Error::redb)?;
             let mut records = Vec::with_capacity(batch.episodes.len());
             for id in &batch.episodes {
+                // An id that an earlier entry already added (two ingests of the same
+                // package racing in one process could log it twice) is stored once.
+                if episode_index.get(*id).map_err(Error::redb)?.is_some() || records.iter().any(|(r, _, _)| r == id) {
+                    continue;
+                }
                 let bytes = old_episodes.get(*id).map_err(Error::redb)?.ok_or_else(|| missing("record", id))?;
                 records.push((*id, bytes.value().to_vec(), decode_record(bytes.value())?));
             }

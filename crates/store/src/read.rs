@@ -165,7 +165,13 @@ impl Snapshot {
     }
 
     pub fn episode(&self, id: &Hash) -> Result<Option<EpisodeRecord>> {
-        self.record_bytes(id)?.map(|bytes| decode_record(&bytes)).transpose()
+        let Some(record) = self.record_bytes(id)?.map(|bytes| decode_record(&bytes)).transpose()? else {
+            return Ok(None);
+        };
+        if record.id != *id {
+            return Err(Error::Corrupt(format!("the index puts episode {} at the record of {}", hex(id), hex(&record.id))));
+        }
+        Ok(Some(record))
     }
 
     /// The typed traces of an episode, with derived state.
@@ -409,6 +415,10 @@ impl Snapshot {
         for entry in table!(self.txn, INGEST_LOG).iter().map_err(Error::redb)? {
             let (key, value) = entry.map_err(Error::redb)?;
             report.batches += 1;
+            // Readers rely on the sequence numbers running 1, 2, 3, ... (`ingest_batch`).
+            if key.value() != report.batches {
+                report.problems.push(format!("ingest batch {} where {} was due: the log has a gap", key.value(), report.batches));
+            }
             let batch: IngestBatch = match codec::decode(value.value()) {
                 Ok(b) => b,
                 Err(e) => {

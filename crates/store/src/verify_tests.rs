@@ -5,7 +5,7 @@
 use epistore_package::{read_source, Source};
 use redb::{ReadableTable, TableDefinition};
 
-use crate::tables::{BLOB_DATA, EPISODE_INDEX, TRACE_DATA};
+use crate::tables::{BLOB_DATA, EPISODE_INDEX, INGEST_LOG, TRACE_DATA};
 use crate::{IngestOptions, Store};
 
 fn dataset_store() -> (tempfile::TempDir, Store) {
@@ -84,8 +84,11 @@ fn an_index_entry_pointing_elsewhere_is_found_and_reads_refuse_it() {
     let found = problems(&store);
     assert!(found.iter().any(|p| p.contains("record names id")), "{found:?}");
     assert!(found.iter().any(|p| p.contains("which the index does not put there")), "{found:?}");
-    let err = store.snapshot().unwrap().traces_bytes(&ids[0]).unwrap_err();
+    let snapshot = store.snapshot().unwrap();
+    let err = snapshot.traces_bytes(&ids[0]).unwrap_err();
     assert!(err.to_string().contains("belongs to"), "{err}");
+    let err = snapshot.episode(&ids[0]).unwrap_err();
+    assert!(err.to_string().contains("at the record of"), "{err}");
 }
 
 #[test]
@@ -99,4 +102,17 @@ fn an_index_entry_pointing_at_nothing_is_found() {
     let found = problems(&store);
     assert!(found.iter().any(|p| p.contains("which holds no record")), "{found:?}");
     assert!(found.iter().any(|p| p.contains("is in no index entry")), "{found:?}");
+}
+
+#[test]
+fn a_gap_in_the_ingest_log_is_found() {
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let mut log = txn.open_table(INGEST_LOG).unwrap();
+        let first = log.get(1).unwrap().unwrap().value().to_vec();
+        // Entry 1 again under key 3: entry 2 is missing.
+        log.insert(3, first.as_slice()).unwrap();
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("ingest batch 3 where 2 was due")), "{found:?}");
 }
