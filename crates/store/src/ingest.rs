@@ -12,14 +12,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use epistore_package::{hex, parse_package, read_source, Episode, Hash, Limits, RawPackage, Source, TRACE_FILES};
 use rayon::prelude::*;
-use redb::{ReadableDatabase, ReadableTable};
+use redb::ReadableDatabase;
 
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::read::IngestBatch;
-use crate::tables::{
-    trace_value, EpisodeRecord, FileEntry, BLOB_DATA, BLOB_INDEX, CELLS, EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, TRACE_DATA,
-};
+use crate::tables::{Appender, EpisodeRecord, FileEntry, EPISODE_INDEX};
 use crate::Store;
 
 #[derive(Debug, Clone)]
@@ -293,42 +291,24 @@ impl Store {
         let txn = db.begin_write().map_err(Error::redb)?;
         let seq;
         {
-            let mut log = txn.open_table(INGEST_LOG).map_err(Error::redb)?;
-            seq = next_key(&log)?.max(1);
-            let mut blob_index = txn.open_table(BLOB_INDEX).map_err(Error::redb)?;
-            let mut blob_data = txn.open_table(BLOB_DATA).map_err(Error::redb)?;
-            let mut episode_index = txn.open_table(EPISODE_INDEX).map_err(Error::redb)?;
-            let mut episode_data = txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
-            let mut trace_data = txn.open_table(TRACE_DATA).map_err(Error::redb)?;
-            let mut cells = txn.open_table(CELLS).map_err(Error::redb)?;
+            let mut tables = Appender::open(&txn)?;
+            seq = tables.next_seq()?;
             // Sorted keys make the index inserts cheaper than random order.
             let mut all_blobs: Vec<(Hash, Vec<u8>)> =
                 packages.iter_mut().flat_map(|p| std::mem::take(&mut p.blobs)).collect();
             all_blobs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             all_blobs.dedup_by(|a, b| a.0 == b.0);
-            let mut blob_number = next_key(&blob_data)?;
             for (hash, stored) in &all_blobs {
-                // Never rewrite: a blob already present is the same bytes by construction.
-                if blob_index.get(*hash).map_err(Error::redb)?.is_none() {
-                    blob_index.insert(*hash, blob_number).map_err(Error::redb)?;
-                    blob_data.insert(blob_number, stored.as_slice()).map_err(Error::redb)?;
-                    blob_number += 1;
+                if !tables.has_blob(hash)? {
+                    tables.add_blob(hash, stored)?;
                     report.blobs_added += 1;
                 }
             }
             drop(all_blobs);
             packages.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-            let mut number = next_key(&episode_data)?;
             for p in &mut packages {
                 p.record.ingest_seq = seq;
-                let m = &p.record.manifest;
-                episode_index.insert(p.id, number).map_err(Error::redb)?;
-                episode_data.insert(number, codec::encode(&p.record).as_slice()).map_err(Error::redb)?;
-                trace_data.insert(number, trace_value(&p.id, &p.traces).as_slice()).map_err(Error::redb)?;
-                cells
-                    .insert((m.model.as_str(), m.harness_level.as_str(), m.task.as_str(), p.id), number)
-                    .map_err(Error::redb)?;
-                number += 1;
+                tables.add_episode(&p.id, &p.record.manifest, &codec::encode(&p.record), &p.traces)?;
             }
             let batch = IngestBatch {
                 seq,
@@ -336,14 +316,10 @@ impl Store {
                 label: label.to_string(),
                 episodes: packages.iter().map(|p| p.id).collect(),
             };
-            log.insert(seq, codec::encode(&batch).as_slice()).map_err(Error::redb)?;
+            tables.log(seq, &codec::encode(&batch))?;
         }
         txn.commit().map_err(Error::redb)?;
         Ok((seq, packages.into_iter().map(|p| (p.record, p.episode)).collect()))
     }
 }
 
-/// The number after the last key of an append-only table (0 when it is empty).
-pub(crate) fn next_key<V: redb::Value + 'static>(table: &impl ReadableTable<u64, V>) -> Result<u64> {
-    Ok(table.last().map_err(Error::redb)?.map(|(k, _)| k.value() + 1).unwrap_or(0))
-}

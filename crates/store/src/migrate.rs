@@ -19,12 +19,8 @@ use redb::{Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::ingest::next_key;
 use crate::read::IngestBatch;
-use crate::tables::{
-    self, decode_record, trace_value, BLOB_DATA, BLOB_INDEX, CELLS, EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, META,
-    PREVIOUS_FORMAT, STORE_FORMAT, TRACE_DATA,
-};
+use crate::tables::{self, decode_record, Appender, INGEST_LOG, META, PREVIOUS_FORMAT, STORE_FORMAT};
 use crate::{builder, Store, DB_FILE};
 
 /// The format-1 tables that the current format replaced. `meta`, `cells` and
@@ -219,18 +215,12 @@ fn copy(old: &redb::ReadTransaction, new: &redb::Database, progress: &mut dyn Fn
         let (seq, logged) = entry.map_err(Error::redb)?;
         let batch: IngestBatch = codec::decode(logged.value())?;
         {
-            let mut blob_index = txn.open_table(BLOB_INDEX).map_err(Error::redb)?;
-            let mut blob_data = txn.open_table(BLOB_DATA).map_err(Error::redb)?;
-            let mut episode_index = txn.open_table(EPISODE_INDEX).map_err(Error::redb)?;
-            let mut episode_data = txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
-            let mut trace_data = txn.open_table(TRACE_DATA).map_err(Error::redb)?;
-            let mut cells = txn.open_table(CELLS).map_err(Error::redb)?;
-            let mut log = txn.open_table(INGEST_LOG).map_err(Error::redb)?;
+            let mut tables = Appender::open(&txn)?;
             let mut records = Vec::with_capacity(batch.episodes.len());
             for id in &batch.episodes {
                 // An id that an earlier entry already added (two ingests of the same
                 // package racing in one process could log it twice) is stored once.
-                if episode_index.get(*id).map_err(Error::redb)?.is_some() || records.iter().any(|(r, _, _)| r == id) {
+                if tables.has_episode(id)? || records.iter().any(|(r, _, _)| r == id) {
                     continue;
                 }
                 let bytes = old_episodes.get(*id).map_err(Error::redb)?.ok_or_else(|| missing("record", id))?;
@@ -240,31 +230,22 @@ fn copy(old: &redb::ReadTransaction, new: &redb::Database, progress: &mut dyn Fn
             let mut new_blobs: Vec<Hash> = records.iter().flat_map(|(_, _, r)| r.files.iter().map(|f| f.hash)).collect();
             new_blobs.sort_unstable();
             new_blobs.dedup();
-            let mut blob_number = next_key(&blob_data)?;
             for hash in new_blobs {
-                if blob_index.get(hash).map_err(Error::redb)?.is_some() {
+                if tables.has_blob(&hash)? {
                     continue;
                 }
                 let bytes = old_blobs.get(hash).map_err(Error::redb)?.ok_or_else(|| missing("blob", &hash))?;
-                blob_index.insert(hash, blob_number).map_err(Error::redb)?;
-                blob_data.insert(blob_number, bytes.value()).map_err(Error::redb)?;
+                tables.add_blob(&hash, bytes.value())?;
                 pending_bytes += bytes.value().len() as u64;
-                blob_number += 1;
                 counts.blobs += 1;
             }
-            let mut number = next_key(&episode_data)?;
             for (id, record_bytes, record) in &records {
                 let traces = old_traces.get(*id).map_err(Error::redb)?.ok_or_else(|| missing("trace record", id))?;
-                let m = &record.manifest;
-                episode_index.insert(*id, number).map_err(Error::redb)?;
-                episode_data.insert(number, record_bytes.as_slice()).map_err(Error::redb)?;
-                trace_data.insert(number, trace_value(id, traces.value()).as_slice()).map_err(Error::redb)?;
-                cells.insert((m.model.as_str(), m.harness_level.as_str(), m.task.as_str(), *id), number).map_err(Error::redb)?;
+                tables.add_episode(id, &record.manifest, record_bytes, traces.value())?;
                 pending_bytes += (record_bytes.len() + traces.value().len()) as u64;
-                number += 1;
                 counts.episodes += 1;
             }
-            log.insert(seq.value(), logged.value()).map_err(Error::redb)?;
+            tables.log(seq.value(), logged.value())?;
             counts.batches += 1;
         }
         if pending_bytes >= COMMIT_BYTES {
@@ -280,15 +261,11 @@ fn copy(old: &redb::ReadTransaction, new: &redb::Database, progress: &mut dyn Fn
     // copied by now. Should an old store hold one anyway, it is copied too: a migration
     // never drops a stored byte.
     if counts.blobs != old_blobs.len().map_err(Error::redb)? {
-        let mut blob_index = txn.open_table(BLOB_INDEX).map_err(Error::redb)?;
-        let mut blob_data = txn.open_table(BLOB_DATA).map_err(Error::redb)?;
-        let mut blob_number = next_key(&blob_data)?;
+        let mut tables = Appender::open(&txn)?;
         for entry in old_blobs.iter().map_err(Error::redb)? {
             let (hash, bytes) = entry.map_err(Error::redb)?;
-            if blob_index.get(hash.value()).map_err(Error::redb)?.is_none() {
-                blob_index.insert(hash.value(), blob_number).map_err(Error::redb)?;
-                blob_data.insert(blob_number, bytes.value()).map_err(Error::redb)?;
-                blob_number += 1;
+            if !tables.has_blob(&hash.value())? {
+                tables.add_blob(&hash.value(), bytes.value())?;
                 counts.blobs += 1;
             }
         }

@@ -296,18 +296,30 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// An index's entries keyed by number, for `verify`; numbers that two entries
+    /// share are problems.
+    fn by_number(
+        &self,
+        index: redb::TableDefinition<[u8; 32], u64>,
+        what: &str,
+        problems: &mut Vec<String>,
+    ) -> Result<HashMap<u64, Hash>> {
+        let mut out = HashMap::new();
+        for entry in table!(self.txn, index).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            if let Some(other) = out.insert(value.value(), key.value()) {
+                problems.push(format!("{what} {} and {} share number {}", hex(&other), hex(&key.value()), value.value()));
+            }
+        }
+        Ok(out)
+    }
+
     /// Re-hashes every blob and checks every table against the others. Never stops at
     /// the first problem: it reports them all.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
         // Index entries by number, then one sequential pass over each data table.
-        let mut blob_numbers: HashMap<u64, Hash> = HashMap::new();
-        for entry in table!(self.txn, BLOB_INDEX).iter().map_err(Error::redb)? {
-            let (key, value) = entry.map_err(Error::redb)?;
-            if let Some(other) = blob_numbers.insert(value.value(), key.value()) {
-                report.problems.push(format!("blobs {} and {} share number {}", hex(&other), hex(&key.value()), value.value()));
-            }
-        }
+        let mut blob_numbers = self.by_number(BLOB_INDEX, "blobs", &mut report.problems)?;
         let mut blob_ids = HashSet::new();
         for entry in table!(self.txn, BLOB_DATA).iter().map_err(Error::redb)? {
             let (number, value) = entry.map_err(Error::redb)?;
@@ -332,13 +344,7 @@ impl Snapshot {
             report.problems.push(format!("blob {} points at number {number}, which holds nothing", hex(&key)));
         }
 
-        let mut numbers: HashMap<u64, Hash> = HashMap::new();
-        for entry in table!(self.txn, EPISODE_INDEX).iter().map_err(Error::redb)? {
-            let (key, value) = entry.map_err(Error::redb)?;
-            if let Some(other) = numbers.insert(value.value(), key.value()) {
-                report.problems.push(format!("episodes {} and {} share number {}", hex(&other), hex(&key.value()), value.value()));
-            }
-        }
+        let mut numbers = self.by_number(EPISODE_INDEX, "episodes", &mut report.problems)?;
         let mut traced = HashSet::new();
         for entry in table!(self.txn, TRACE_DATA).iter().map_err(Error::redb)? {
             let (number, value) = entry.map_err(Error::redb)?;

@@ -103,9 +103,86 @@ pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// The tables a write transaction appends to, open, with the next free numbers. Ingest
+/// and migration both write through it, so a store they write has one layout.
+pub(crate) struct Appender<'t> {
+    blob_index: redb::Table<'t, [u8; 32], u64>,
+    blob_data: redb::Table<'t, u64, &'static [u8]>,
+    episode_index: redb::Table<'t, [u8; 32], u64>,
+    episode_data: redb::Table<'t, u64, &'static [u8]>,
+    trace_data: redb::Table<'t, u64, &'static [u8]>,
+    cells: redb::Table<'t, (&'static str, &'static str, &'static str, [u8; 32]), u64>,
+    log: redb::Table<'t, u64, &'static [u8]>,
+    next_blob: u64,
+    next_episode: u64,
+}
+
+/// The number after the last key of an append-only table (0 when it is empty).
+fn next_key<V: redb::Value + 'static>(table: &impl ReadableTable<u64, V>) -> Result<u64> {
+    Ok(table.last().map_err(Error::redb)?.map(|(k, _)| k.value() + 1).unwrap_or(0))
+}
+
+impl<'t> Appender<'t> {
+    pub(crate) fn open(txn: &'t redb::WriteTransaction) -> Result<Appender<'t>> {
+        let blob_data = txn.open_table(BLOB_DATA).map_err(Error::redb)?;
+        let episode_data = txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
+        Ok(Appender {
+            next_blob: next_key(&blob_data)?,
+            next_episode: next_key(&episode_data)?,
+            blob_index: txn.open_table(BLOB_INDEX).map_err(Error::redb)?,
+            blob_data,
+            episode_index: txn.open_table(EPISODE_INDEX).map_err(Error::redb)?,
+            episode_data,
+            trace_data: txn.open_table(TRACE_DATA).map_err(Error::redb)?,
+            cells: txn.open_table(CELLS).map_err(Error::redb)?,
+            log: txn.open_table(INGEST_LOG).map_err(Error::redb)?,
+        })
+    }
+
+    pub(crate) fn has_blob(&self, hash: &Hash) -> Result<bool> {
+        Ok(self.blob_index.get(*hash).map_err(Error::redb)?.is_some())
+    }
+
+    pub(crate) fn has_episode(&self, id: &Hash) -> Result<bool> {
+        Ok(self.episode_index.get(*id).map_err(Error::redb)?.is_some())
+    }
+
+    /// Appends a blob that [`Appender::has_blob`] said is absent (stored blobs are never
+    /// rewritten: the same hash is the same bytes).
+    pub(crate) fn add_blob(&mut self, hash: &Hash, stored: &[u8]) -> Result<()> {
+        self.blob_index.insert(*hash, self.next_blob).map_err(Error::redb)?;
+        self.blob_data.insert(self.next_blob, stored).map_err(Error::redb)?;
+        self.next_blob += 1;
+        Ok(())
+    }
+
+    /// Appends an absent episode: its record (bincode [`EpisodeRecord`]), its compressed
+    /// traces, its index and cell entries.
+    pub(crate) fn add_episode(&mut self, id: &Hash, manifest: &Manifest, record: &[u8], traces: &[u8]) -> Result<()> {
+        let n = self.next_episode;
+        self.episode_index.insert(*id, n).map_err(Error::redb)?;
+        self.episode_data.insert(n, record).map_err(Error::redb)?;
+        self.trace_data.insert(n, trace_value(id, traces).as_slice()).map_err(Error::redb)?;
+        let key = (manifest.model.as_str(), manifest.harness_level.as_str(), manifest.task.as_str(), *id);
+        self.cells.insert(key, n).map_err(Error::redb)?;
+        self.next_episode += 1;
+        Ok(())
+    }
+
+    /// The sequence number the next ingest-log entry gets: 1, 2, 3, ...
+    pub(crate) fn next_seq(&self) -> Result<u64> {
+        Ok(next_key(&self.log)?.max(1))
+    }
+
+    pub(crate) fn log(&mut self, seq: u64, batch: &[u8]) -> Result<()> {
+        self.log.insert(seq, batch).map_err(Error::redb)?;
+        Ok(())
+    }
+}
+
 /// The value stored in [`TRACE_DATA`]: the id first, so a scan knows whose traces it
 /// reads without a second lookup.
-pub(crate) fn trace_value(id: &Hash, compressed: &[u8]) -> Vec<u8> {
+fn trace_value(id: &Hash, compressed: &[u8]) -> Vec<u8> {
     let mut value = Vec::with_capacity(32 + compressed.len());
     value.extend_from_slice(id);
     value.extend_from_slice(compressed);
