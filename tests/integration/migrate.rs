@@ -122,6 +122,7 @@ fn migrating_a_format1_store_keeps_every_answer_and_the_old_store() {
     assert_eq!((summary["added"].as_u64(), summary["already_present"].as_u64()), (Some(0), Some(4)));
     let again = migrate(&store);
     assert_eq!(again["migrated"], false, "{again}");
+    assert_eq!((again["episodes"].as_u64(), again["batches"].as_u64()), (Some(4), Some(2)), "{again}");
 }
 
 #[test]

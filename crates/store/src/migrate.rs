@@ -85,8 +85,9 @@ impl Store {
         };
         if found == STORE_FORMAT {
             let snapshot = crate::Snapshot::new(read);
-            let (episodes, batches) = (snapshot.episode_count()?, snapshot.ingest_log()?.len() as u64);
-            let blobs = snapshot.blob_count()?;
+            // Sequence numbers run 1..=last without gaps: the last one is the count,
+            // without decoding the whole log.
+            let (episodes, batches, blobs) = (snapshot.episode_count()?, snapshot.ingest_seq()?, snapshot.blob_count()?);
             return Ok(MigrateReport { from: found, episodes, blobs, batches, kept: None, bytes_before, bytes_after: bytes_before });
         }
         if found != PREVIOUS_FORMAT {

@@ -92,7 +92,7 @@ pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
 }
 
 /// Creates every table, so readers never meet a missing one.
-pub(crate) fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
+fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(BLOB_INDEX).map_err(Error::redb)?;
     txn.open_table(BLOB_DATA).map_err(Error::redb)?;
     txn.open_table(EPISODE_INDEX).map_err(Error::redb)?;
