@@ -38,7 +38,15 @@ fn metrics_pool_over_the_chosen_keys() {
     assert_eq!(pooled[0]["attribution_completeness"], 2.0 / 3.0);
     assert!(pooled[0].get("mean_score").is_some(), "--all prints every column");
 
-    let filtered = json_rows(&store.run(&["metrics", "--by", "model", "--where", "harness_level IN ('H2', 'H3')", "--format", "json"]));
+    let filtered = json_rows(&store.run(&[
+        "metrics",
+        "--by",
+        "model",
+        "--where",
+        "harness_level IN ('H2', 'H3')",
+        "--format",
+        "json",
+    ]));
     assert_eq!(filtered[0]["episodes"], 2);
     assert_eq!(filtered[0]["context_use"], Value::Null, "headline columns only");
 
@@ -62,13 +70,8 @@ fn sql_runs_files_and_standard_input_statement_by_statement() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "n\n4\ns\na;b\n");
 
-    let mut child = store
-        .command()
-        .args(["sql", "--format", "csv"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        store.command().args(["sql", "--format", "csv"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(b"SELECT posture FROM episodes WHERE harness_level = 'H3'").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(text(&out.stdout), "posture\nfailure\n");
@@ -78,7 +81,8 @@ fn sql_runs_files_and_standard_input_statement_by_statement() {
 fn csv_writes_nested_columns_as_text() {
     let store = TestStore::new();
     assert!(store.ingest(&[&dataset()]).status.success());
-    let out = store.run(&["sql", "--format", "csv", "SELECT harness_components FROM episodes WHERE harness_level = 'H1'"]);
+    let out =
+        store.run(&["sql", "--format", "csv", "SELECT harness_components FROM episodes WHERE harness_level = 'H1'"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "harness_components\n\"[task_specification, tool_access]\"\n");
 }

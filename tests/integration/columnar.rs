@@ -23,7 +23,11 @@ fn segments_follow_ingests_and_rebuild_from_the_store() {
     let before = store.sql("SELECT * FROM cell_metrics ORDER BY harness_level");
 
     std::fs::remove_dir_all(store.path().join("columnar")).unwrap();
-    assert_eq!(store.sql("SELECT * FROM cell_metrics ORDER BY harness_level"), before, "rebuilt from the store, same answers");
+    assert_eq!(
+        store.sql("SELECT * FROM cell_metrics ORDER BY harness_level"),
+        before,
+        "rebuilt from the store, same answers"
+    );
     assert_eq!(segments(&store), ["000000000001-000000000001"]);
 
     let work = tempfile::tempdir().unwrap();
@@ -87,7 +91,12 @@ fn stored_per_episode_views_equal_their_sql_over_the_tables() {
     assert_eq!(segments.len(), 3, "{segments:?}");
     for segment in &segments {
         for view in epistore_sql::views::PER_EPISODE {
-            let file = store.path().join("columnar").join(epistore_sql::columnar::schema_dir()).join(segment).join(format!("{view}.parquet"));
+            let file = store
+                .path()
+                .join("columnar")
+                .join(epistore_sql::columnar::schema_dir())
+                .join(segment)
+                .join(format!("{view}.parquet"));
             assert!(file.is_file(), "{} missing", file.display());
         }
     }
@@ -103,7 +112,10 @@ fn stored_per_episode_views_equal_their_sql_over_the_tables() {
         assert_eq!(a, b, "{view}: stored rows differ from the SQL over the tables");
     }
     // The catalog still calls them views.
-    let kinds = sorted_rows(&stored, "SELECT table_name, table_type FROM information_schema.tables WHERE table_name = 'episode_facts'");
+    let kinds = sorted_rows(
+        &stored,
+        "SELECT table_name, table_type FROM information_schema.tables WHERE table_name = 'episode_facts'",
+    );
     assert_eq!(kinds, ["episode_facts,VIEW"]);
 }
 

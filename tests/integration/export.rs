@@ -12,7 +12,18 @@ fn synthetic(episodes: usize) -> TestStore {
 fn more_partitions_than_open_writers() {
     let store = synthetic(200);
     let out = store.dir.path().join("by_episode");
-    let run = store.run(&["export", "--table", "checks", "--partition-by", "episode_id", "--format", "jsonl", "--out", out.to_str().unwrap(), "--quiet"]);
+    let run = store.run(&[
+        "export",
+        "--table",
+        "checks",
+        "--partition-by",
+        "episode_id",
+        "--format",
+        "jsonl",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(run.status.success(), "{}", text(&run.stderr));
     let total = store.sql("SELECT count(*) AS n FROM checks")[0]["n"].as_u64().unwrap();
     let mut rows = 0;
@@ -38,8 +49,16 @@ fn partition_column_names_cannot_leave_the_output() {
     std::fs::create_dir_all(&root).unwrap();
     let out = root.join("out");
     let run = store.run(&[
-        "export", "--query", "SELECT 'v' AS \"../../outside\", 2 AS x", "--partition-by", "../../outside",
-        "--format", "csv", "--out", out.to_str().unwrap(), "--quiet",
+        "export",
+        "--query",
+        "SELECT 'v' AS \"../../outside\", 2 AS x",
+        "--partition-by",
+        "../../outside",
+        "--format",
+        "csv",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(run.status.success(), "{}", text(&run.stderr));
     assert!(!store.dir.path().join("outside=v").exists());

@@ -130,8 +130,12 @@ fn archives_of_every_kind_hold_several_packages() {
         let (code, summary) = store.ingest_json(&[&work.path().join(name)]);
         assert_eq!(code, 0, "{summary}");
         assert_eq!(summary["added"], 3, "{name}: {summary}");
-        let names: Vec<String> =
-            summary["packages"].as_array().unwrap().iter().map(|p| p["package"].as_str().unwrap().to_string()).collect();
+        let names: Vec<String> = summary["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["package"].as_str().unwrap().to_string())
+            .collect();
         assert!(names.iter().any(|n| n.ends_with(&format!("{name}!runs/a"))), "{names:?}");
         // The same package as a directory has the same id as inside the archive.
         let dir = work.path().join("a-dir");
@@ -256,7 +260,8 @@ fn synth_ingest_stores_what_ingesting_the_written_files_stores() {
     // From files: synth --out, then ingest.
     let from_files = TestStore::new();
     let pop = from_files.dir.path().join("pop");
-    let out = from_files.run(&[&["synth", "--episodes", "40", "--out", pop.to_str().unwrap()][..], &population].concat());
+    let out =
+        from_files.run(&[&["synth", "--episodes", "40", "--out", pop.to_str().unwrap()][..], &population].concat());
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(from_files.ingest(&[&pop]).status.success());
     // Straight into a store, in two parts (the scale benchmark's way).

@@ -78,7 +78,8 @@ fn tie_groups_and_holm_worked_by_hand() {
     assert_eq!(entries[0]["clusters"], json!(7));
 
     let six = board(&store, &["--metric", "sound_completion", "--replicates", "200", "--where", "task <> 't7'"]);
-    let groups: Vec<i64> = six["entries"].as_array().unwrap().iter().map(|e| e["tie_group"].as_i64().unwrap()).collect();
+    let groups: Vec<i64> =
+        six["entries"].as_array().unwrap().iter().map(|e| e["tie_group"].as_i64().unwrap()).collect();
     assert_eq!(groups, [1, 1, 1]);
     assert_eq!(six["entries"][2]["vs_above"]["p_holm"], json!(0.0625));
 
@@ -106,7 +107,19 @@ fn synthetic_store(episodes: usize) -> TestStore {
 #[test]
 fn seeded_leaderboard_matches_its_golden_file() {
     let store = synthetic_store(120);
-    let args = ["leaderboard", "--metric", "avs_rate", "--by", "harness_level", "--format", "json", "--replicates", "500", "--seed", "3"];
+    let args = [
+        "leaderboard",
+        "--metric",
+        "avs_rate",
+        "--by",
+        "harness_level",
+        "--format",
+        "json",
+        "--replicates",
+        "500",
+        "--seed",
+        "3",
+    ];
     let out = store.run(&args);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let again = store.run(&args);
@@ -120,7 +133,11 @@ fn seeded_leaderboard_matches_its_golden_file() {
         std::fs::write(&golden, &produced).unwrap();
     }
     let expected = std::fs::read_to_string(&golden).expect("golden file (EPISTORE_GOLDEN_UPDATE=1 writes it)");
-    assert!(produced == expected, "board differs from {}; rerun with EPISTORE_GOLDEN_UPDATE=1 if intended", golden.display());
+    assert!(
+        produced == expected,
+        "board differs from {}; rerun with EPISTORE_GOLDEN_UPDATE=1 if intended",
+        golden.display()
+    );
 
     // The harness ladder: more evidence at higher levels.
     let matrix = &value["evidence_matrix"];
@@ -135,7 +152,8 @@ fn seeded_leaderboard_matches_its_golden_file() {
 #[test]
 fn cluster_ci_in_sql_agrees_with_metrics_ci() {
     let store = synthetic_store(80);
-    let out = store.run(&["metrics", "--ci", "--by", "model", "--format", "json", "--replicates", "300", "--seed", "11"]);
+    let out =
+        store.run(&["metrics", "--ci", "--by", "model", "--format", "json", "--replicates", "300", "--seed", "11"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let cli: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let sql = store.sql(
@@ -149,7 +167,10 @@ fn cluster_ci_in_sql_agrees_with_metrics_ci() {
         for (field, cli_field) in [("estimate", "value"), ("lo", "lo"), ("hi", "hi")] {
             assert_eq!(row["ci"][field], cli_row[cli_field], "{model} {field}");
         }
-        assert_eq!(row["ci"]["replicates_used"].as_i64().unwrap() + row["ci"]["replicates_dropped"].as_i64().unwrap(), 300);
+        assert_eq!(
+            row["ci"]["replicates_used"].as_i64().unwrap() + row["ci"]["replicates_dropped"].as_i64().unwrap(),
+            300
+        );
     }
     // `cluster` may be a key too (each entry then has one cluster).
     let out = store.run(&["metrics", "--ci", "--by", "model,cluster", "--format", "json", "--replicates", "20"]);
@@ -161,7 +182,18 @@ fn cluster_ci_in_sql_agrees_with_metrics_ci() {
     let out = store.run(&["metrics", "--ci", "--all", "--by", "", "--format", "json", "--replicates", "50"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    for metric in ["avs_rate", "label_share:failed", "posture_share:current", "repair_rate", "current_correctness", "lost_correctness", "verifier_accuracy", "phi", "top3_any", "mean_score"] {
+    for metric in [
+        "avs_rate",
+        "label_share:failed",
+        "posture_share:current",
+        "repair_rate",
+        "current_correctness",
+        "lost_correctness",
+        "verifier_accuracy",
+        "phi",
+        "top3_any",
+        "mean_score",
+    ] {
         assert!(rows.iter().any(|r| r["metric"] == metric), "no interval for {metric}");
     }
 }
@@ -174,7 +206,17 @@ fn leaderboard_formats_on_the_bundled_dataset() {
     let dir = store.dir.path();
     for format in ["md", "html", "json", "csv"] {
         let path = dir.join(format!("board.{format}"));
-        let out = store.run(&["leaderboard", "--metric", "avs_rate", "--by", "harness_level", "--format", format, "--out", path.to_str().unwrap()]);
+        let out = store.run(&[
+            "leaderboard",
+            "--metric",
+            "avs_rate",
+            "--by",
+            "harness_level",
+            "--format",
+            format,
+            "--out",
+            path.to_str().unwrap(),
+        ]);
         assert!(out.status.success(), "{format}: {}", text(&out.stderr));
         let body = std::fs::read_to_string(&path).unwrap();
         match format {
@@ -195,7 +237,17 @@ fn leaderboard_formats_on_the_bundled_dataset() {
     }
     // Text from packages or --where cannot end the page's script early.
     let path = dir.join("hostile.html");
-    let out = store.run(&["leaderboard", "--metric", "avs_rate", "--where", "model <> '<!--<script></script>'", "--format", "html", "--out", path.to_str().unwrap()]);
+    let out = store.run(&[
+        "leaderboard",
+        "--metric",
+        "avs_rate",
+        "--where",
+        "model <> '<!--<script></script>'",
+        "--format",
+        "html",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let body = std::fs::read_to_string(&path).unwrap();
     let script = &body[body.find("const DATA =").unwrap()..];
@@ -224,7 +276,15 @@ fn leaderboard_page_renders_in_headless_chromium() {
     }
     let store = synthetic_store(200);
     let page = store.dir.path().join("board.html");
-    let out = store.run(&["leaderboard", "--metric", "sound_completion", "--format", "html", "--out", page.to_str().unwrap()]);
+    let out = store.run(&[
+        "leaderboard",
+        "--metric",
+        "sound_completion",
+        "--format",
+        "html",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let screenshot = repo_root().join("target/leaderboard-screenshot.png");
     let check = std::process::Command::new("node")
@@ -255,7 +315,9 @@ fn every_view_counts_the_rows_it_returns() {
         assert_eq!(counted, all, "{view}: count(*) {counted}, SELECT * {all} rows");
         let first = store.sql(&format!("SELECT * FROM {view} LIMIT 1"));
         if let Some(column) = first.first().and_then(|r| r.as_object()).and_then(|o| o.keys().next().cloned()) {
-            let one = store.sql(&format!("SELECT count(*) AS c FROM (SELECT \"{column}\" FROM {view})"))[0]["c"].as_i64().unwrap();
+            let one = store.sql(&format!("SELECT count(*) AS c FROM (SELECT \"{column}\" FROM {view})"))[0]["c"]
+                .as_i64()
+                .unwrap();
             assert_eq!(one, all, "{view}: reading only `{column}` saw {one} of {all} rows");
         }
     }

@@ -46,7 +46,17 @@ fn spec() -> impl Strategy<Value = Spec> {
         prop::option::of(0u8..5),
     )
         .prop_map(
-            |(cell, (label, correct, admission, start, budget_exhausted), edits, checks, tools, interventions, entropy, context, score)| Spec {
+            |(
+                cell,
+                (label, correct, admission, start, budget_exhausted),
+                edits,
+                checks,
+                tools,
+                interventions,
+                entropy,
+                context,
+                score,
+            )| Spec {
                 cell,
                 label,
                 correct,
@@ -71,7 +81,8 @@ const RESULTS: [&str; 5] = ["pass", "fail", "timeout", "error", "skipped"];
 /// The package files of one spec; `one_cell` moves it into the model's single cell.
 fn package(i: usize, s: &Spec, one_cell: bool) -> Value {
     let (m, l, t) = s.cell;
-    let (level, task) = if one_cell { ("ALL".to_string(), "ALL".to_string()) } else { (format!("H{l}"), format!("t{t}")) };
+    let (level, task) =
+        if one_cell { ("ALL".to_string(), "ALL".to_string()) } else { (format!("H{l}"), format!("t{t}")) };
     let mut seq = 0u64;
     let mut next = || {
         seq += 1;
@@ -135,8 +146,10 @@ fn package(i: usize, s: &Spec, one_cell: bool) -> Value {
     if let Some(list) = &s.interventions {
         let records: Vec<Value> = list
             .iter()
-            .map(|missing| json!({"seq": next(), "actor": "human", "kind": "hint",
-                "missing_responsibility": if *missing { json!("verification") } else { Value::Null }}))
+            .map(|missing| {
+                json!({"seq": next(), "actor": "human", "kind": "hint",
+                "missing_responsibility": if *missing { json!("verification") } else { Value::Null }})
+            })
             .collect();
         files.insert("traces/interventions.jsonl".into(), json!(records));
     }

@@ -70,7 +70,9 @@ fn explain_shows_projection_filter_and_limit_pushed_into_the_scan() {
     let (plan, _) = run(&reader, "EXPLAIN SELECT seq FROM checks WHERE model = 'model-1' AND result = 'pass'");
     let plan = plan.join("\n");
     assert!(
-        plan.contains("TableScan: checks projection=[model, seq, result], partial_filters=[checks.model = Utf8(\"\"model-1\"\")"),
+        plan.contains(
+            "TableScan: checks projection=[model, seq, result], partial_filters=[checks.model = Utf8(\"\"model-1\"\")"
+        ),
         "{plan}"
     );
     let (plan, _) = run(&reader, "EXPLAIN SELECT seq FROM actions LIMIT 3");

@@ -18,48 +18,237 @@ fn append(files: &mut Files, path: &str, line: &str) {
     entry.push(b'\n');
 }
 
-const MANIFEST: &str = r#"{"format":"episode-package/1","episode":"e","model":{"name":"m"},"harness":{"level":"H1"},"task":{"id":"t"}}"#;
+const MANIFEST: &str =
+    r#"{"format":"episode-package/1","episode":"e","model":{"name":"m"},"harness":{"level":"H1"},"task":{"id":"t"}}"#;
 
 /// (name, how to break the minimal package, text the error must contain)
 fn cases() -> Vec<(&'static str, Box<dyn Fn(&mut Files)>, &'static str)> {
     vec![
-        ("missing manifest", Box::new(|f: &mut Files| { f.remove("manifest.json"); }), "manifest.json: required file is missing"),
-        ("missing outcome", Box::new(|f: &mut Files| { f.remove("outcome.json"); }), "outcome.json: required file is missing"),
-        ("missing model.name", Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""name":"m""#, r#""version":"1""#))), "manifest.json: field `model.name`: required field is missing"),
-        ("missing harness.level", Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""level":"H1""#, r#""name":"x""#))), "field `harness.level`"),
-        ("missing task.id", Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""id":"t""#, r#""family":"x""#))), "field `task.id`"),
-        ("missing episode", Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""episode":"e","#, ""))), "field `episode`"),
-        ("missing label", Box::new(|f: &mut Files| set(f, "outcome.json", r#"{"correct":true}"#)), "outcome.json: field `label`"),
-        ("unsupported format", Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace("episode-package/1", "episode-package/2"))), "field `format`: unsupported format"),
-        ("manifest not JSON", Box::new(|f: &mut Files| set(f, "manifest.json", "{\"format\":\n")), "manifest.json:2: not valid JSON"),
-        ("manifest not an object", Box::new(|f: &mut Files| set(f, "manifest.json", "[1,2]")), "manifest.json: expected a JSON object"),
-        ("not UTF-8", Box::new(|f: &mut Files| { f.insert("traces/tools.jsonl".into(), b"{\"seq\":9,\"tool\":\"a\"}\n{\"seq\":10,\"tool\":\"\xff\"}\n".to_vec()); }), "traces/tools.jsonl:2: not valid UTF-8"),
-        ("bad JSON line after blank lines", Box::new(|f: &mut Files| set(f, "traces/tools.jsonl", "{\"seq\":9,\"tool\":\"a\"}\n\n\n{\"seq\":10,\n")), "traces/tools.jsonl:4: not valid JSON"),
-        ("line not an object", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", "[9]")), "traces/tools.jsonl:1: expected a JSON object"),
-        ("missing seq", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"tool":"bash"}"#)), "traces/tools.jsonl:1: field `seq`: required field is missing"),
-        ("negative seq", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":-1,"tool":"bash"}"#)), "field `seq`: -1 is below the minimum 0"),
-        ("missing tool", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":9}"#)), "traces/tools.jsonl:1: field `tool`"),
-        ("missing artifact", Box::new(|f: &mut Files| append(f, "traces/context.jsonl", r#"{"seq":9,"kind":"doc"}"#)), "traces/context.jsonl:1: field `artifact`"),
-        ("missing check_id", Box::new(|f: &mut Files| append(f, "traces/verification.jsonl", r#"{"seq":9,"actor":"agent","result":"pass"}"#)), "traces/verification.jsonl:2: field `check_id`"),
-        ("verifier without verdict", Box::new(|f: &mut Files| append(f, "traces/verification.jsonl", r#"{"seq":9,"check_id":"v","actor":"verifier","verifier":"judge-a"}"#)), "traces/verification.jsonl:2: field `verdict`"),
-        ("verifier without identity", Box::new(|f: &mut Files| append(f, "traces/verification.jsonl", r#"{"seq":9,"check_id":"v","actor":"verifier","verdict":"accept"}"#)), "field `verifier`"),
-        ("missing failure_seq", Box::new(|f: &mut Files| append(f, "traces/attribution.jsonl", r#"{"seq":9,"category":"tool"}"#)), "traces/attribution.jsonl:1: field `failure_seq`"),
-        ("enum value", Box::new(|f: &mut Files| append(f, "traces/actions.jsonl", r#"{"seq":9,"kind":"teleport"}"#)), "traces/actions.jsonl:3: field `kind`: `teleport` is not one of"),
-        ("label enum", Box::new(|f: &mut Files| set(f, "outcome.json", r#"{"label":"success"}"#)), "outcome.json: field `label`"),
-        ("wrong type", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":9,"tool":"bash","timed_out":"yes"}"#)), "field `timed_out`: expected true or false"),
-        ("severity range", Box::new(|f: &mut Files| append(f, "traces/entropy.jsonl", r#"{"seq":9,"category":"code","severity":4}"#)), "traces/entropy.jsonl:1: field `severity`: 4 is outside"),
-        ("confidence range", Box::new(|f: &mut Files| { append(f, "traces/tools.jsonl", r#"{"seq":8,"tool":"t","exit_code":1}"#); append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":8,"confidence":1.5}"#) }), "field `confidence`"),
-        ("score range", Box::new(|f: &mut Files| set(f, "outcome.json", r#"{"label":"failed","score":1.2}"#)), "outcome.json: field `score`"),
-        ("bad timestamp", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":9,"tool":"t","ts":"yesterday"}"#)), "field `ts`: `yesterday` is not an RFC 3339 timestamp"),
-        ("component enum", Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""level":"H1""#, r#""level":"H1","components":["magic"]"#))), "field `harness.components[0]`"),
-        ("seq repeats across files", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":1,"tool":"bash"}"#)), "field `seq`: seq 1 repeats"),
-        ("dangling tool_seq", Box::new(|f: &mut Files| append(f, "traces/actions.jsonl", r#"{"seq":9,"kind":"run","tool_seq":77}"#)), "traces/actions.jsonl:3: field `tool_seq`: refers to seq 77"),
-        ("dangling recovered_by", Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":9,"tool":"t","exit_code":2,"recovered_by":50}"#)), "field `recovered_by`: refers to seq 50"),
-        ("dangling failure_seq", Box::new(|f: &mut Files| append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":40}"#)), "field `failure_seq`: refers to seq 40"),
-        ("failure_seq names an action", Box::new(|f: &mut Files| append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":0}"#)), "field `failure_seq`: seq 0 is a record of the actions trace"),
-        ("dangling evidence", Box::new(|f: &mut Files| append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":2,"evidence":[0,31]}"#)), "field `evidence[1]`: refers to seq 31"),
-        ("revision above final", Box::new(|f: &mut Files| append(f, "traces/verification.jsonl", r#"{"seq":9,"check_id":"c","actor":"agent","result":"pass","revision":2}"#)), "traces/verification.jsonl:2: field `revision`: revision 2 lies outside 0..=1"),
-        ("report JSON invalid", Box::new(|f: &mut Files| set(f, "reports/final.json", "{oops")), "reports/final.json:1: not valid JSON"),
+        (
+            "missing manifest",
+            Box::new(|f: &mut Files| {
+                f.remove("manifest.json");
+            }),
+            "manifest.json: required file is missing",
+        ),
+        (
+            "missing outcome",
+            Box::new(|f: &mut Files| {
+                f.remove("outcome.json");
+            }),
+            "outcome.json: required file is missing",
+        ),
+        (
+            "missing model.name",
+            Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""name":"m""#, r#""version":"1""#))),
+            "manifest.json: field `model.name`: required field is missing",
+        ),
+        (
+            "missing harness.level",
+            Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""level":"H1""#, r#""name":"x""#))),
+            "field `harness.level`",
+        ),
+        (
+            "missing task.id",
+            Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""id":"t""#, r#""family":"x""#))),
+            "field `task.id`",
+        ),
+        (
+            "missing episode",
+            Box::new(|f: &mut Files| set(f, "manifest.json", &MANIFEST.replace(r#""episode":"e","#, ""))),
+            "field `episode`",
+        ),
+        (
+            "missing label",
+            Box::new(|f: &mut Files| set(f, "outcome.json", r#"{"correct":true}"#)),
+            "outcome.json: field `label`",
+        ),
+        (
+            "unsupported format",
+            Box::new(|f: &mut Files| {
+                set(f, "manifest.json", &MANIFEST.replace("episode-package/1", "episode-package/2"))
+            }),
+            "field `format`: unsupported format",
+        ),
+        (
+            "manifest not JSON",
+            Box::new(|f: &mut Files| set(f, "manifest.json", "{\"format\":\n")),
+            "manifest.json:2: not valid JSON",
+        ),
+        (
+            "manifest not an object",
+            Box::new(|f: &mut Files| set(f, "manifest.json", "[1,2]")),
+            "manifest.json: expected a JSON object",
+        ),
+        (
+            "not UTF-8",
+            Box::new(|f: &mut Files| {
+                f.insert(
+                    "traces/tools.jsonl".into(),
+                    b"{\"seq\":9,\"tool\":\"a\"}\n{\"seq\":10,\"tool\":\"\xff\"}\n".to_vec(),
+                );
+            }),
+            "traces/tools.jsonl:2: not valid UTF-8",
+        ),
+        (
+            "bad JSON line after blank lines",
+            Box::new(|f: &mut Files| set(f, "traces/tools.jsonl", "{\"seq\":9,\"tool\":\"a\"}\n\n\n{\"seq\":10,\n")),
+            "traces/tools.jsonl:4: not valid JSON",
+        ),
+        (
+            "line not an object",
+            Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", "[9]")),
+            "traces/tools.jsonl:1: expected a JSON object",
+        ),
+        (
+            "missing seq",
+            Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"tool":"bash"}"#)),
+            "traces/tools.jsonl:1: field `seq`: required field is missing",
+        ),
+        (
+            "negative seq",
+            Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":-1,"tool":"bash"}"#)),
+            "field `seq`: -1 is below the minimum 0",
+        ),
+        (
+            "missing tool",
+            Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":9}"#)),
+            "traces/tools.jsonl:1: field `tool`",
+        ),
+        (
+            "missing artifact",
+            Box::new(|f: &mut Files| append(f, "traces/context.jsonl", r#"{"seq":9,"kind":"doc"}"#)),
+            "traces/context.jsonl:1: field `artifact`",
+        ),
+        (
+            "missing check_id",
+            Box::new(|f: &mut Files| {
+                append(f, "traces/verification.jsonl", r#"{"seq":9,"actor":"agent","result":"pass"}"#)
+            }),
+            "traces/verification.jsonl:2: field `check_id`",
+        ),
+        (
+            "verifier without verdict",
+            Box::new(|f: &mut Files| {
+                append(
+                    f,
+                    "traces/verification.jsonl",
+                    r#"{"seq":9,"check_id":"v","actor":"verifier","verifier":"judge-a"}"#,
+                )
+            }),
+            "traces/verification.jsonl:2: field `verdict`",
+        ),
+        (
+            "verifier without identity",
+            Box::new(|f: &mut Files| {
+                append(
+                    f,
+                    "traces/verification.jsonl",
+                    r#"{"seq":9,"check_id":"v","actor":"verifier","verdict":"accept"}"#,
+                )
+            }),
+            "field `verifier`",
+        ),
+        (
+            "missing failure_seq",
+            Box::new(|f: &mut Files| append(f, "traces/attribution.jsonl", r#"{"seq":9,"category":"tool"}"#)),
+            "traces/attribution.jsonl:1: field `failure_seq`",
+        ),
+        (
+            "enum value",
+            Box::new(|f: &mut Files| append(f, "traces/actions.jsonl", r#"{"seq":9,"kind":"teleport"}"#)),
+            "traces/actions.jsonl:3: field `kind`: `teleport` is not one of",
+        ),
+        (
+            "label enum",
+            Box::new(|f: &mut Files| set(f, "outcome.json", r#"{"label":"success"}"#)),
+            "outcome.json: field `label`",
+        ),
+        (
+            "wrong type",
+            Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":9,"tool":"bash","timed_out":"yes"}"#)),
+            "field `timed_out`: expected true or false",
+        ),
+        (
+            "severity range",
+            Box::new(|f: &mut Files| append(f, "traces/entropy.jsonl", r#"{"seq":9,"category":"code","severity":4}"#)),
+            "traces/entropy.jsonl:1: field `severity`: 4 is outside",
+        ),
+        (
+            "confidence range",
+            Box::new(|f: &mut Files| {
+                append(f, "traces/tools.jsonl", r#"{"seq":8,"tool":"t","exit_code":1}"#);
+                append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":8,"confidence":1.5}"#)
+            }),
+            "field `confidence`",
+        ),
+        (
+            "score range",
+            Box::new(|f: &mut Files| set(f, "outcome.json", r#"{"label":"failed","score":1.2}"#)),
+            "outcome.json: field `score`",
+        ),
+        (
+            "bad timestamp",
+            Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":9,"tool":"t","ts":"yesterday"}"#)),
+            "field `ts`: `yesterday` is not an RFC 3339 timestamp",
+        ),
+        (
+            "component enum",
+            Box::new(|f: &mut Files| {
+                set(f, "manifest.json", &MANIFEST.replace(r#""level":"H1""#, r#""level":"H1","components":["magic"]"#))
+            }),
+            "field `harness.components[0]`",
+        ),
+        (
+            "seq repeats across files",
+            Box::new(|f: &mut Files| append(f, "traces/tools.jsonl", r#"{"seq":1,"tool":"bash"}"#)),
+            "field `seq`: seq 1 repeats",
+        ),
+        (
+            "dangling tool_seq",
+            Box::new(|f: &mut Files| append(f, "traces/actions.jsonl", r#"{"seq":9,"kind":"run","tool_seq":77}"#)),
+            "traces/actions.jsonl:3: field `tool_seq`: refers to seq 77",
+        ),
+        (
+            "dangling recovered_by",
+            Box::new(|f: &mut Files| {
+                append(f, "traces/tools.jsonl", r#"{"seq":9,"tool":"t","exit_code":2,"recovered_by":50}"#)
+            }),
+            "field `recovered_by`: refers to seq 50",
+        ),
+        (
+            "dangling failure_seq",
+            Box::new(|f: &mut Files| append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":40}"#)),
+            "field `failure_seq`: refers to seq 40",
+        ),
+        (
+            "failure_seq names an action",
+            Box::new(|f: &mut Files| append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":0}"#)),
+            "field `failure_seq`: seq 0 is a record of the actions trace",
+        ),
+        (
+            "dangling evidence",
+            Box::new(|f: &mut Files| {
+                append(f, "traces/attribution.jsonl", r#"{"seq":9,"failure_seq":2,"evidence":[0,31]}"#)
+            }),
+            "field `evidence[1]`: refers to seq 31",
+        ),
+        (
+            "revision above final",
+            Box::new(|f: &mut Files| {
+                append(
+                    f,
+                    "traces/verification.jsonl",
+                    r#"{"seq":9,"check_id":"c","actor":"agent","result":"pass","revision":2}"#,
+                )
+            }),
+            "traces/verification.jsonl:2: field `revision`: revision 2 lies outside 0..=1",
+        ),
+        (
+            "report JSON invalid",
+            Box::new(|f: &mut Files| set(f, "reports/final.json", "{oops")),
+            "reports/final.json:1: not valid JSON",
+        ),
     ]
 }
 
@@ -140,10 +329,42 @@ fn archive_members_that_escape_the_package_are_refused() {
     let outcome = files["outcome.json"].as_slice();
     let regular = tar::EntryType::Regular;
     let cases: Vec<(&str, Vec<(&[u8], tar::EntryType, &[u8], Option<&str>)>, &str)> = vec![
-        ("dotdot", vec![(b"p/manifest.json", regular, manifest, None), (b"p/outcome.json", regular, outcome, None), (b"p/../../evil.txt", regular, b"x", None)], "escapes the package"),
-        ("absolute", vec![(b"p/manifest.json", regular, manifest, None), (b"p/outcome.json", regular, outcome, None), (b"/tmp/evil.txt", regular, b"x", None)], "absolute"),
-        ("symlink", vec![(b"p/manifest.json", regular, manifest, None), (b"p/outcome.json", regular, outcome, None), (b"p/artifacts/link", tar::EntryType::Symlink, b"", Some("/etc/passwd"))], "is a link"),
-        ("hardlink", vec![(b"p/manifest.json", regular, manifest, None), (b"p/outcome.json", regular, outcome, None), (b"p/artifacts/hard", tar::EntryType::Link, b"", Some("p/manifest.json"))], "is a link"),
+        (
+            "dotdot",
+            vec![
+                (b"p/manifest.json", regular, manifest, None),
+                (b"p/outcome.json", regular, outcome, None),
+                (b"p/../../evil.txt", regular, b"x", None),
+            ],
+            "escapes the package",
+        ),
+        (
+            "absolute",
+            vec![
+                (b"p/manifest.json", regular, manifest, None),
+                (b"p/outcome.json", regular, outcome, None),
+                (b"/tmp/evil.txt", regular, b"x", None),
+            ],
+            "absolute",
+        ),
+        (
+            "symlink",
+            vec![
+                (b"p/manifest.json", regular, manifest, None),
+                (b"p/outcome.json", regular, outcome, None),
+                (b"p/artifacts/link", tar::EntryType::Symlink, b"", Some("/etc/passwd")),
+            ],
+            "is a link",
+        ),
+        (
+            "hardlink",
+            vec![
+                (b"p/manifest.json", regular, manifest, None),
+                (b"p/outcome.json", regular, outcome, None),
+                (b"p/artifacts/hard", tar::EntryType::Link, b"", Some("p/manifest.json")),
+            ],
+            "is a link",
+        ),
     ];
     for (name, members, expect) in cases {
         let path = work.path().join(format!("{name}.tar"));

@@ -42,7 +42,8 @@ fn rows(batches: &[RecordBatch]) -> Vec<String> {
             Value::Number(n) => serde_json::json!(format!("{:.9}", n.as_f64().unwrap())),
             // Keys sorted: the partition columns come last from a hive dataset.
             Value::Object(map) => {
-                let sorted: std::collections::BTreeMap<String, Value> = map.into_iter().map(|(k, v)| (k, round(v))).collect();
+                let sorted: std::collections::BTreeMap<String, Value> =
+                    map.into_iter().map(|(k, v)| (k, round(v))).collect();
                 Value::Object(sorted.into_iter().collect())
             }
             Value::Array(items) => Value::Array(items.into_iter().map(round).collect()),
@@ -105,13 +106,24 @@ fn shipped_queries_on_ballista_match_the_embedded_engine() {
         let mut differing = vec![];
         for (name, sql) in &queries {
             let expected = rows(&embedded.query(sql).await.unwrap());
-            let got = rows(&distributed.sql(sql).await.unwrap().collect().await.unwrap_or_else(|e| panic!("{name} on Ballista: {e}")));
+            let got = rows(
+                &distributed
+                    .sql(sql)
+                    .await
+                    .unwrap()
+                    .collect()
+                    .await
+                    .unwrap_or_else(|e| panic!("{name} on Ballista: {e}")),
+            );
             if got != expected {
                 let first = got.iter().zip(&expected).find(|(g, e)| g != e);
                 eprintln!("DIFF {name}: {} vs {} rows; first difference: {first:?}", got.len(), expected.len());
                 differing.push(name.clone());
             }
-            assert!(!expected.is_empty() || name.starts_with("verifier_pairs_at"), "{name} is empty: the check would prove nothing");
+            assert!(
+                !expected.is_empty() || name.starts_with("verifier_pairs_at"),
+                "{name} is empty: the check would prove nothing"
+            );
             compared += 1;
         }
         assert_eq!(compared, VIEWS.len() + 1);

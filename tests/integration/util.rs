@@ -47,7 +47,18 @@ impl TestStore {
     pub fn synth(&self, episodes: usize, seed: u64) -> PathBuf {
         let pop = self.dir.path().join("pop");
         let (episodes, seed) = (episodes.to_string(), seed.to_string());
-        let out = self.run(&["synth", "--episodes", &episodes, "--out", pop.to_str().unwrap(), "--seed", &seed, "--output-scale", "0.05", "--quiet"]);
+        let out = self.run(&[
+            "synth",
+            "--episodes",
+            &episodes,
+            "--out",
+            pop.to_str().unwrap(),
+            "--seed",
+            &seed,
+            "--output-scale",
+            "0.05",
+            "--quiet",
+        ]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         pop
     }
@@ -119,7 +130,8 @@ pub fn minimal_package(episode: &str) -> BTreeMap<String, Vec<u8>> {
     files.insert("outcome.json".to_string(), outcome.to_string().into_bytes());
     files.insert(
         "traces/actions.jsonl".to_string(),
-        b"{\"seq\":0,\"kind\":\"read\",\"paths\":[\"a.js\"]}\n{\"seq\":1,\"kind\":\"edit\",\"paths\":[\"a.js\"]}\n".to_vec(),
+        b"{\"seq\":0,\"kind\":\"read\",\"paths\":[\"a.js\"]}\n{\"seq\":1,\"kind\":\"edit\",\"paths\":[\"a.js\"]}\n"
+            .to_vec(),
     );
     files.insert(
         "traces/verification.jsonl".to_string(),

@@ -172,7 +172,6 @@ fn quoted(keys: &[&str]) -> Vec<String> {
     keys.iter().map(|k| format!("\"{k}\"")).collect()
 }
 
-
 /// Episode ids behind each entry: the distinct episodes among the family's rows.
 async fn entry_episodes(
     engine: &Engine,
@@ -195,7 +194,13 @@ async fn entry_episodes(
     for batch in engine.query(&sql).await? {
         let columns = (0..=all.len()).map(|i| strings(&batch, i)).collect::<Result<Vec<_>>>()?;
         for row in 0..batch.num_rows() {
-            let text = |c: &StringArray| if c.is_null(row) { "NULL".to_string() } else { c.value(row).to_string() };
+            let text = |c: &StringArray| {
+                if c.is_null(row) {
+                    "NULL".to_string()
+                } else {
+                    c.value(row).to_string()
+                }
+            };
             let key: Vec<String> = columns[..all.len()].iter().map(text).collect();
             let ids = &columns[all.len()];
             let mut ids: Vec<String> =
@@ -216,8 +221,12 @@ async fn evidence_matrix(engine: &Engine, filter: Option<&str>) -> Result<Option
         shares.join(", "),
         episode_filter(filter)
     );
-    let mut matrix =
-        EvidenceMatrix { levels: vec![], artifacts: EVIDENCE.iter().map(|(a, _)| a.to_string()).collect(), episodes: vec![], share: vec![] };
+    let mut matrix = EvidenceMatrix {
+        levels: vec![],
+        artifacts: EVIDENCE.iter().map(|(a, _)| a.to_string()).collect(),
+        episodes: vec![],
+        share: vec![],
+    };
     for batch in engine.query(&sql).await? {
         let level = strings(&batch, 0)?;
         let count = ints(&batch, 1)?;
@@ -237,7 +246,10 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
     let label = if keys.is_empty() {
         "'all'".to_string()
     } else {
-        format!("concat_ws(' / ', {})", keys.iter().map(|k| format!("CAST(\"{k}\" AS VARCHAR)")).collect::<Vec<_>>().join(", "))
+        format!(
+            "concat_ws(' / ', {})",
+            keys.iter().map(|k| format!("CAST(\"{k}\" AS VARCHAR)")).collect::<Vec<_>>().join(", ")
+        )
     };
     // As queries/revision_correctness.sql, with the entry for the cell: each verdict
     // carries its entry's last evaluated revision (a window; see there for why).
@@ -299,11 +311,8 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
     for entry in &sums {
         let interval = cluster_bootstrap(&entry.sums(), |t| metric.formula.evaluate(t), &spec.bootstrap)
             .map_err(|e| Error::Usage(e.to_string()))?;
-        let per_cluster = entry
-            .clusters
-            .iter()
-            .filter_map(|(c, s)| metric.formula.evaluate(s).map(|v| (c.clone(), v)))
-            .collect();
+        let per_cluster =
+            entry.clusters.iter().filter_map(|(c, s)| metric.formula.evaluate(s).map(|v| (c.clone(), v))).collect();
         let ids = episodes.get(&entry.key).cloned().unwrap_or_default();
         rows.push(Row {
             entry: Entry {
@@ -342,8 +351,7 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
     let mut comparisons = vec![None; ranked];
     for i in 1..ranked {
         let (above, this) = (&rows[i - 1].per_cluster, &rows[i].per_cluster);
-        let differences: Vec<f64> =
-            above.iter().filter_map(|(c, a)| this.get(c).map(|b| a - b)).collect();
+        let differences: Vec<f64> = above.iter().filter_map(|(c, a)| this.get(c).map(|b| a - b)).collect();
         comparisons[i] = paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))?;
     }
     let tested: Vec<usize> = (0..ranked).filter(|&i| comparisons[i].is_some()).collect();
@@ -436,7 +444,9 @@ pub async fn compare_all(engine: &Engine, spec: &Spec) -> Result<Vec<Comparison>
     for (i, (a, va)) in per_cluster.iter().enumerate() {
         for (b, vb) in &per_cluster[i + 1..] {
             let differences: Vec<f64> = va.iter().filter_map(|(c, x)| vb.get(c).map(|y| x - y)).collect();
-            if let Some(c) = paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))? {
+            if let Some(c) =
+                paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))?
+            {
                 out.push(Comparison {
                     a: a.clone(),
                     b: b.clone(),

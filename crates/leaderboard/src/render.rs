@@ -123,7 +123,8 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
     }
     out.push_str("\n## Episodes behind each entry\n\n");
     for e in &board.entries {
-        let _ = writeln!(out, "<details><summary>{} ({} episodes)</summary>\n", escape_html(&e.label), e.episode_ids.len());
+        let _ =
+            writeln!(out, "<details><summary>{} ({} episodes)</summary>\n", escape_html(&e.label), e.episode_ids.len());
         for id in &e.episode_ids {
             let _ = writeln!(out, "- `{id}`");
         }
@@ -148,7 +149,9 @@ pub fn to_html(board: &Leaderboard) -> Result<String> {
         .replace('&', "\\u0026")
         .replace('\u{2028}', "\\u2028")
         .replace('\u{2029}', "\\u2029");
-    Ok(TEMPLATE
-        .replacen("/*EPISTORE_LEADERBOARD_DATA*/null", &data, 1)
-        .replacen("EPISTORE_LEADERBOARD_TITLE", &escape_html(&board.title), 1))
+    Ok(TEMPLATE.replacen("/*EPISTORE_LEADERBOARD_DATA*/null", &data, 1).replacen(
+        "EPISTORE_LEADERBOARD_TITLE",
+        &escape_html(&board.title),
+        1,
+    ))
 }

@@ -146,7 +146,9 @@ impl<'a> Obj<'a> {
     }
 
     pub fn string_array(&self, name: &str, allowed: Option<&[&str]>) -> FieldResult<Option<Vec<String>>> {
-        let Some(items) = self.array(name)? else { return Ok(None) };
+        let Some(items) = self.array(name)? else {
+            return Ok(None);
+        };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let field = format!("{name}[{i}]");
@@ -166,12 +168,19 @@ impl<'a> Obj<'a> {
     }
 
     pub fn seq_array(&self, name: &str) -> FieldResult<Option<Vec<u64>>> {
-        let Some(items) = self.array(name)? else { return Ok(None) };
+        let Some(items) = self.array(name)? else {
+            return Ok(None);
+        };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             match as_integer(item) {
                 Some(s) if s >= 0 => out.push(s as u64),
-                _ => return self.fail(&format!("{name}[{i}]"), format!("expected a seq (integer >= 0), found {}", describe(item))),
+                _ => {
+                    return self.fail(
+                        &format!("{name}[{i}]"),
+                        format!("expected a seq (integer >= 0), found {}", describe(item)),
+                    )
+                }
             }
         }
         Ok(Some(out))

@@ -90,10 +90,7 @@ impl RawPackage {
     }
 
     pub fn file(&self, path: &str) -> Option<&[u8]> {
-        self.files
-            .binary_search_by(|f| f.path.as_str().cmp(path))
-            .ok()
-            .map(|i| self.files[i].bytes.as_slice())
+        self.files.binary_search_by(|f| f.path.as_str().cmp(path)).ok().map(|i| self.files[i].bytes.as_slice())
     }
 
     pub fn total_bytes(&self) -> u64 {
@@ -204,7 +201,9 @@ fn collect_dir(
         };
         let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
         if kind.is_symlink() {
-            return Err(Problem { file: Some(rel), ..Problem::package(name, "links are not allowed in a package") }.into());
+            return Err(
+                Problem { file: Some(rel), ..Problem::package(name, "links are not allowed in a package") }.into()
+            );
         } else if kind.is_dir() {
             collect_dir(root, &path, name, limits, files, total)?;
         } else if kind.is_file() {
@@ -294,7 +293,11 @@ fn read_archive(path: &Path, limits: &Limits) -> Result<Vec<Result<RawPackage>>>
         }
         let size = entry.header().size().map_err(|e| Error::io(path, e))?;
         if size > limits.max_file_bytes {
-            return Err(reject(format!("member `{member}` is {size} bytes, above the limit of {}", limits.max_file_bytes)).into());
+            return Err(reject(format!(
+                "member `{member}` is {size} bytes, above the limit of {}",
+                limits.max_file_bytes
+            ))
+            .into());
         }
         total += size;
         if total > limits.max_archive_bytes {

@@ -34,8 +34,8 @@ use datafusion::execution::context::SQLOptions;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
-use datafusion::prelude::SessionContext;
 use datafusion::physical_plan::SendableRecordBatchStream;
+use datafusion::prelude::SessionContext;
 use epistore_sql::Engine;
 use epistore_store::Store;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -94,15 +94,16 @@ impl EpistoreFlightSql {
         if let Some(engine) = session.as_ref().filter(|e| e.snapshot_seq == seq) {
             return Ok(engine.clone());
         }
-        let engine = Arc::new(
-            Engine::open(&self.store).await.map_err(|e| Status::internal(format!("opening a session: {e}")))?,
-        );
+        let engine =
+            Arc::new(Engine::open(&self.store).await.map_err(|e| Status::internal(format!("opening a session: {e}")))?);
         *session = Some(engine.clone());
         Ok(engine)
     }
 
     fn check_token<T>(&self, request: &Request<T>) -> std::result::Result<(), Status> {
-        let Some(token) = &self.settings.token else { return Ok(()) };
+        let Some(token) = &self.settings.token else {
+            return Ok(());
+        };
         let header = request
             .metadata()
             .get("authorization")
@@ -127,10 +128,7 @@ impl EpistoreFlightSql {
         let state = SessionStateBuilder::new_from_existing(engine.context().state()).with_runtime_env(runtime).build();
         let ctx = SessionContext::new_with_state(state);
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-        let df = ctx
-            .sql_with_options(sql, options)
-            .await
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let df = ctx.sql_with_options(sql, options).await.map_err(|e| Status::invalid_argument(e.to_string()))?;
         df.execute_stream().await.map_err(|e| Status::invalid_argument(e.to_string()))
     }
 }
@@ -171,10 +169,14 @@ impl FlightSqlService for EpistoreFlightSql {
                 return Err(Status::unauthenticated("wrong token"));
             }
         }
-        let out = futures::stream::iter(vec![Ok(HandshakeResponse { protocol_version: 0, payload: token.clone().into_bytes().into() })]);
+        let out = futures::stream::iter(vec![Ok(HandshakeResponse {
+            protocol_version: 0,
+            payload: token.clone().into_bytes().into(),
+        })]);
         let mut response: Response<HandshakeStream> = Response::new(Box::pin(out));
         if !token.is_empty() {
-            let value = MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| Status::internal("token is not ASCII"))?;
+            let value = MetadataValue::try_from(format!("Bearer {token}"))
+                .map_err(|_| Status::internal("token is not ASCII"))?;
             response.metadata_mut().insert("authorization", value);
         }
         Ok(response)
@@ -209,7 +211,8 @@ impl FlightSqlService for EpistoreFlightSql {
         request: Request<Ticket>,
     ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
         self.check_token(&request)?;
-        let sql = String::from_utf8(ticket.statement_handle.to_vec()).map_err(|_| Status::invalid_argument("bad ticket"))?;
+        let sql =
+            String::from_utf8(ticket.statement_handle.to_vec()).map_err(|_| Status::invalid_argument("bad ticket"))?;
         let deadline = tokio::time::Instant::now() + self.settings.query_timeout;
         let stream = tokio::time::timeout_at(deadline, self.plan(&sql))
             .await
@@ -224,7 +227,10 @@ impl FlightSqlService for EpistoreFlightSql {
                 Ok(Some(Ok(batch))) => Some((Ok(batch), (stream, false))),
                 Ok(Some(Err(e))) => Some((Err(FlightError::ExternalError(Box::new(e))), (stream, true))),
                 Ok(None) => None,
-                Err(_) => Some((Err(FlightError::Tonic(Box::new(Status::deadline_exceeded("query exceeded the time limit")))), (stream, true))),
+                Err(_) => Some((
+                    Err(FlightError::Tonic(Box::new(Status::deadline_exceeded("query exceeded the time limit")))),
+                    (stream, true),
+                )),
             }
         });
         let encoded = FlightDataEncoderBuilder::new().with_schema(schema).build(limited).map_err(Status::from);

@@ -13,9 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, Float64Array, Int64Array, ListArray, StringArray, StructArray,
-};
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, ListArray, StringArray, StructArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::{exec_err, ScalarValue};

@@ -128,7 +128,10 @@ impl Engine {
             return Err(Error::Usage(format!("{} exists; export never overwrites", sidecar.display())));
         }
         if out.exists() {
-            return Err(Error::Usage(format!("{} exists; export never overwrites (remove it or choose another --out)", out.display())));
+            return Err(Error::Usage(format!(
+                "{} exists; export never overwrites (remove it or choose another --out)",
+                out.display()
+            )));
         }
         let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
         let df = self.context().sql_with_options(sql, options).await?;
@@ -143,7 +146,9 @@ impl Engine {
             // A directory name holds text; readers give partition values back as text or
             // integers, so only columns that survive that round trip may partition.
             let t = schema.field(index).data_type();
-            if !(matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean) || t.is_integer()) {
+            if !(matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean)
+                || t.is_integer())
+            {
                 return Err(Error::Usage(format!(
                     "cannot partition by `{key}` ({t}): partition columns must be text, integer or boolean"
                 )));
@@ -184,9 +189,17 @@ impl Engine {
     /// `export --all`: every table and view as a Parquet dataset under `out/<name>/`,
     /// partitioned by `partition_by` where the table has those columns, plus
     /// `out/manifest.json`. Written beside `out` and renamed when complete.
-    pub async fn export_all(&self, out: &Path, partition_by: &[String], progress: &dyn Fn(&str)) -> Result<Vec<Written>> {
+    pub async fn export_all(
+        &self,
+        out: &Path,
+        partition_by: &[String],
+        progress: &dyn Fn(&str),
+    ) -> Result<Vec<Written>> {
         if out.exists() {
-            return Err(Error::Usage(format!("{} exists; export never overwrites (remove it or choose another --out)", out.display())));
+            return Err(Error::Usage(format!(
+                "{} exists; export never overwrites (remove it or choose another --out)",
+                out.display()
+            )));
         }
         let tmp = partial(out);
         let _ = std::fs::remove_dir_all(&tmp);
@@ -309,8 +322,7 @@ impl Sink {
         directory: bool,
         metadata: &[(String, String)],
     ) -> Result<Sink> {
-        let partition_columns: Vec<usize> =
-            partition_by.iter().map(|k| schema.index_of(k).expect("checked")).collect();
+        let partition_columns: Vec<usize> = partition_by.iter().map(|k| schema.index_of(k).expect("checked")).collect();
         let keep: Vec<usize> = (0..schema.fields().len()).filter(|i| !partition_columns.contains(i)).collect();
         let mut file_schema = schema.project(&keep)?;
         file_schema = file_schema.with_metadata(metadata.iter().cloned().collect());
@@ -341,7 +353,13 @@ impl Sink {
         let keys = self
             .partition_columns
             .iter()
-            .map(|&i| Ok(cast(batch.column(i), &DataType::Utf8)?.as_any().downcast_ref::<StringArray>().expect("Utf8").clone()))
+            .map(|&i| {
+                Ok(cast(batch.column(i), &DataType::Utf8)?
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .expect("Utf8")
+                    .clone())
+            })
             .collect::<Result<Vec<_>>>()?;
         let row_key = |row: usize| -> Vec<Option<String>> {
             keys.iter().map(|k| (!k.is_null(row)).then(|| k.value(row).to_string())).collect()
@@ -497,17 +515,18 @@ fn nested_as_json_text(batch: &RecordBatch) -> Result<RecordBatch> {
             columns.push(column.clone());
             continue;
         }
-        let one = RecordBatch::try_new(
-            Arc::new(Schema::new(vec![field.as_ref().clone()])),
-            vec![column.clone()],
-        )?;
+        let one = RecordBatch::try_new(Arc::new(Schema::new(vec![field.as_ref().clone()])), vec![column.clone()])?;
         let mut buffer = Vec::new();
         {
             let mut writer = JsonWriterBuilder::new().with_explicit_nulls(true).build::<_, JsonArray>(&mut buffer);
             writer.write(&one)?;
             writer.finish()?;
         }
-        let rows: Vec<Value> = if buffer.is_empty() { vec![] } else { serde_json::from_slice(&buffer).map_err(|e| Error::Usage(e.to_string()))? };
+        let rows: Vec<Value> = if buffer.is_empty() {
+            vec![]
+        } else {
+            serde_json::from_slice(&buffer).map_err(|e| Error::Usage(e.to_string()))?
+        };
         let text: StringArray = rows
             .iter()
             .map(|row| match &row[field.name()] {

@@ -19,7 +19,9 @@ pub enum Format {
 pub fn format_batches(batches: &[RecordBatch], format: Format) -> Result<String> {
     match format {
         // NULL is spelled out: a ratio with no denominator must not read as empty or 0.
-        Format::Table => Ok(pretty_format_batches_with_options(batches, &TableFormat::default().with_null("NULL"))?.to_string()),
+        Format::Table => {
+            Ok(pretty_format_batches_with_options(batches, &TableFormat::default().with_null("NULL"))?.to_string())
+        }
         Format::Csv => {
             let mut out = Vec::new();
             {

@@ -40,7 +40,9 @@ impl Selection {
 
     /// `column = 'literal'` on a cell key, in either order.
     fn cell_equality(expr: &Expr) -> Option<(&'static str, String)> {
-        let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) = expr else { return None };
+        let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) = expr else {
+            return None;
+        };
         let (column, value) = match (left.as_ref(), right.as_ref()) {
             (Expr::Column(c), Expr::Literal(v, _)) | (Expr::Literal(v, _), Expr::Column(c)) => (c, v),
             _ => return None,

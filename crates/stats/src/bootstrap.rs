@@ -17,11 +17,7 @@ impl Default for Bootstrap {
     /// metrics-v1 G: B = 2000, 95%. The default seed is arbitrary but fixed, so two
     /// runs over the same store print the same interval.
     fn default() -> Self {
-        Bootstrap {
-            replicates: 2000,
-            seed: 20_261_130,
-            level: 0.95,
-        }
+        Bootstrap { replicates: 2000, seed: 20_261_130, level: 0.95 }
     }
 }
 
@@ -154,13 +150,7 @@ pub fn bootstrap_with_plan(
     }
     values.sort_by(f64::total_cmp);
     let (a, b) = settings.tails();
-    Interval {
-        estimate,
-        lo: percentile(&values, a),
-        hi: percentile(&values, b),
-        used: values.len(),
-        dropped,
-    }
+    Interval { estimate, lo: percentile(&values, a), hi: percentile(&values, b), used: values.len(), dropped }
 }
 
 fn add(total: &mut [f64], cluster: &[f64], times: f64) {

@@ -73,11 +73,8 @@ pub fn sign_flip_p_value(differences: &[f64], seed: u64) -> (f64, bool) {
         let patterns = 1u64 << n;
         let hits = (0..patterns)
             .filter(|mask| {
-                let s: f64 = differences
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| if mask >> i & 1 == 1 { -d } else { *d })
-                    .sum();
+                let s: f64 =
+                    differences.iter().enumerate().map(|(i, d)| if mask >> i & 1 == 1 { -d } else { *d }).sum();
                 extreme(s)
             })
             .count();
@@ -99,10 +96,7 @@ pub fn sign_flip_p_value(differences: &[f64], seed: u64) -> (f64, bool) {
                 hits += 1;
             }
         }
-        (
-            (1 + hits) as f64 / (1 + MONTE_CARLO_DRAWS) as f64,
-            false,
-        )
+        ((1 + hits) as f64 / (1 + MONTE_CARLO_DRAWS) as f64, false)
     }
 }
 

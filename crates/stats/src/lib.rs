@@ -20,8 +20,8 @@ pub use bootstrap::{
     bootstrap_with_plan, cluster_bootstrap, percentile, Bootstrap, Interval, ResamplePlan, MAX_REPLICATES,
 };
 pub use compare::{
-    holm, paired_comparison, sign_flip_p_value, tie_groups, PairedComparison,
-    EXACT_SIGN_FLIP_MAX_CLUSTERS, MONTE_CARLO_DRAWS,
+    holm, paired_comparison, sign_flip_p_value, tie_groups, PairedComparison, EXACT_SIGN_FLIP_MAX_CLUSTERS,
+    MONTE_CARLO_DRAWS,
 };
 
 /// Errors from this crate: only bad settings; data never makes a computation fail

@@ -49,10 +49,7 @@ fn no_cluster_means_no_estimate_and_every_replicate_dropped() {
 
 #[test]
 fn bad_settings_are_refused() {
-    assert_eq!(
-        cluster_bootstrap(&[], ratio, &settings(0, 1)),
-        Err(Error::NoReplicates(0))
-    );
+    assert_eq!(cluster_bootstrap(&[], ratio, &settings(0, 1)), Err(Error::NoReplicates(0)));
     assert_eq!(
         cluster_bootstrap(&[], ratio, &settings(MAX_REPLICATES + 1, 1)),
         Err(Error::TooManyReplicates(MAX_REPLICATES + 1))
@@ -65,13 +62,7 @@ fn bad_settings_are_refused() {
 /// of generator, draw order or quantile rule shows up as a diff.
 #[test]
 fn seeded_bootstrap_is_reproducible_golden() {
-    let sums = [
-        vec![2.0, 5.0],
-        vec![4.0, 5.0],
-        vec![1.0, 4.0],
-        vec![5.0, 6.0],
-        vec![0.0, 3.0],
-    ];
+    let sums = [vec![2.0, 5.0], vec![4.0, 5.0], vec![1.0, 4.0], vec![5.0, 6.0], vec![0.0, 3.0]];
     let a = cluster_bootstrap(&sums, ratio, &settings(2000, 7)).unwrap();
     let b = cluster_bootstrap(&sums, ratio, &settings(2000, 7)).unwrap();
     assert_eq!(a, b);
@@ -114,9 +105,7 @@ fn sign_flip_goes_monte_carlo_above_sixteen_clusters() {
 
 #[test]
 fn paired_comparison_reports_mean_interval_and_p() {
-    let c = paired_comparison(&[0.5, 0.25, 0.25, 0.0], &settings(1000, 1))
-        .unwrap()
-        .unwrap();
+    let c = paired_comparison(&[0.5, 0.25, 0.25, 0.0], &settings(1000, 1)).unwrap().unwrap();
     assert_eq!(c.clusters, 4);
     assert_eq!(c.mean_difference, 0.25);
     // Patterns reaching |1.0|: signs of 0.5, 0.25, 0.25 all equal (the 0 is free): 4/16.
@@ -150,9 +139,7 @@ fn tie_groups_by_hand() {
 /// A population of clusters with known rates: cluster rates drawn from a fixed set
 /// (mean 0.36), cluster sizes 4..=12, Bernoulli outcomes.
 fn population(rng: &mut ChaCha8Rng, clusters: usize, rates: &[f64]) -> Vec<(f64, usize)> {
-    (0..clusters)
-        .map(|_| (rates[rng.random_range(0..rates.len())], rng.random_range(4..=12)))
-        .collect()
+    (0..clusters).map(|_| (rates[rng.random_range(0..rates.len())], rng.random_range(4..=12))).collect()
 }
 
 fn outcomes(rng: &mut ChaCha8Rng, rate: f64, size: usize) -> f64 {
@@ -194,9 +181,7 @@ fn simulated_paired_test_false_positive_rate_is_near_five_percent() {
     for run in 0..runs {
         let diffs: Vec<f64> = population(&mut rng, 14, &rates)
             .into_iter()
-            .map(|(rate, size)| {
-                (outcomes(&mut rng, rate, size) - outcomes(&mut rng, rate, size)) / size as f64
-            })
+            .map(|(rate, size)| (outcomes(&mut rng, rate, size) - outcomes(&mut rng, rate, size)) / size as f64)
             .collect();
         let c = paired_comparison(&diffs, &settings(10, run)).unwrap().unwrap();
         if c.p_value < 0.05 {

@@ -57,7 +57,9 @@ pub(crate) fn encode_blob(bytes: &[u8]) -> Vec<u8> {
 pub(crate) fn decode_blob(stored: &[u8]) -> Result<Vec<u8>> {
     match stored.split_first() {
         Some((&RAW, rest)) => Ok(rest.to_vec()),
-        Some((&ZSTD, rest)) => zstd::stream::decode_all(rest).map_err(|e| Error::Corrupt(format!("blob does not decompress: {e}"))),
+        Some((&ZSTD, rest)) => {
+            zstd::stream::decode_all(rest).map_err(|e| Error::Corrupt(format!("blob does not decompress: {e}")))
+        }
         Some((tag, _)) => Err(Error::Corrupt(format!("unknown blob tag {tag}"))),
         None => Err(Error::Corrupt("empty blob entry".into())),
     }

@@ -118,7 +118,11 @@ fn prepare(raw: RawPackage) -> Item {
         id: raw.id,
         ingest_seq: 0, // set by the writer
         source: raw.name.clone(),
-        files: raw.files.iter().map(|f| FileEntry { path: f.path.clone(), hash: f.hash, size: f.bytes.len() as u64 }).collect(),
+        files: raw
+            .files
+            .iter()
+            .map(|f| FileEntry { path: f.path.clone(), hash: f.hash, size: f.bytes.len() as u64 })
+            .collect(),
         manifest: episode.manifest.clone(),
         outcome: episode.outcome.clone(),
         derived: episode.derived.clone(),
@@ -322,4 +326,3 @@ impl Store {
         Ok((seq, packages.into_iter().map(|p| (p.record, p.episode)).collect()))
     }
 }
-

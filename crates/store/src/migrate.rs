@@ -87,8 +87,17 @@ impl Store {
             let snapshot = crate::Snapshot::new(read);
             // Sequence numbers run 1..=last without gaps: the last one is the count,
             // without decoding the whole log.
-            let (episodes, batches, blobs) = (snapshot.episode_count()?, snapshot.ingest_seq()?, snapshot.blob_count()?);
-            return Ok(MigrateReport { from: found, episodes, blobs, batches, kept: None, bytes_before, bytes_after: bytes_before });
+            let (episodes, batches, blobs) =
+                (snapshot.episode_count()?, snapshot.ingest_seq()?, snapshot.blob_count()?);
+            return Ok(MigrateReport {
+                from: found,
+                episodes,
+                blobs,
+                batches,
+                kept: None,
+                bytes_before,
+                bytes_after: bytes_before,
+            });
         }
         if found != PREVIOUS_FORMAT {
             return Err(Error::Format { found, expected: format!("{STORE_FORMAT} (and migrates {PREVIOUS_FORMAT})") });
@@ -189,7 +198,11 @@ struct Counts {
 
 /// Copies everything from the format-1 snapshot `old` into the empty current-format
 /// database `new`, batch by batch of the ingest log, and checks that nothing was left.
-fn copy(old: &redb::ReadTransaction, new: &redb::Database, progress: &mut dyn FnMut(MigrateProgress)) -> Result<Counts> {
+fn copy(
+    old: &redb::ReadTransaction,
+    new: &redb::Database,
+    progress: &mut dyn FnMut(MigrateProgress),
+) -> Result<Counts> {
     let old_blobs = old.open_table(format1::BLOBS).map_err(Error::redb)?;
     let old_episodes = old.open_table(format1::EPISODES).map_err(Error::redb)?;
     let old_traces = old.open_table(format1::TRACES).map_err(Error::redb)?;
@@ -228,7 +241,8 @@ fn copy(old: &redb::ReadTransaction, new: &redb::Database, progress: &mut dyn Fn
                 records.push((*id, bytes.value().to_vec(), decode_record(bytes.value())?));
             }
             // New blobs in hash order, as an ingest of this batch writes them.
-            let mut new_blobs: Vec<Hash> = records.iter().flat_map(|(_, _, r)| r.files.iter().map(|f| f.hash)).collect();
+            let mut new_blobs: Vec<Hash> =
+                records.iter().flat_map(|(_, _, r)| r.files.iter().map(|f| f.hash)).collect();
             new_blobs.sort_unstable();
             new_blobs.dedup();
             for hash in new_blobs {

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::tables::{
-    decode_record, split_trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, EPISODE_DATA, EPISODE_INDEX, INGEST_LOG,
-    TRACE_DATA,
+    decode_record, split_trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, EPISODE_DATA, EPISODE_INDEX,
+    INGEST_LOG, TRACE_DATA,
 };
 
 /// One entry of the append-only ingest log: a committed write transaction.
@@ -120,11 +120,20 @@ impl Snapshot {
     /// Episode ids whose cell matches the given keys, read from the cell index alone
     /// (no episode is decoded). With a model the scan is a key range over that model;
     /// without one it walks the index keys.
-    pub fn select_ids(&self, model: Option<&str>, harness_level: Option<&str>, task: Option<&str>) -> Result<Vec<Hash>> {
+    pub fn select_ids(
+        &self,
+        model: Option<&str>,
+        harness_level: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Vec<Hash>> {
         let cells = table!(self.txn, CELLS);
         let keep = |level: &str, t: &str| harness_level.is_none_or(|l| l == level) && task.is_none_or(|x| x == t);
         let mut out = Vec::new();
-        let mut push = |entry: std::result::Result<(redb::AccessGuard<'_, (&str, &str, &str, [u8; 32])>, redb::AccessGuard<'_, u64>), redb::StorageError>| -> Result<()> {
+        let mut push = |entry: std::result::Result<
+            (redb::AccessGuard<'_, (&str, &str, &str, [u8; 32])>, redb::AccessGuard<'_, u64>),
+            redb::StorageError,
+        >|
+         -> Result<()> {
             let (key, _) = entry.map_err(Error::redb)?;
             let (_, level, t, id) = key.value();
             if keep(level, t) {
@@ -169,7 +178,11 @@ impl Snapshot {
             return Ok(None);
         };
         if record.id != *id {
-            return Err(Error::Corrupt(format!("the index puts episode {} at the record of {}", hex(id), hex(&record.id))));
+            return Err(Error::Corrupt(format!(
+                "the index puts episode {} at the record of {}",
+                hex(id),
+                hex(&record.id)
+            )));
         }
         Ok(Some(record))
     }
@@ -182,7 +195,9 @@ impl Snapshot {
     /// The stored (compressed) trace record of an episode, undecoded: read the bytes
     /// under the snapshot, decode them anywhere (in parallel) with [`decode_traces`].
     pub fn traces_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
-        let Some(number) = self.number(id)? else { return Ok(None) };
+        let Some(number) = self.number(id)? else {
+            return Ok(None);
+        };
         match table!(self.txn, TRACE_DATA).get(number).map_err(Error::redb)? {
             Some(v) => match split_trace_value(v.value())? {
                 (owner, compressed) if owner == *id => Ok(Some(compressed.to_vec())),
@@ -198,7 +213,9 @@ impl Snapshot {
 
     /// The stored episode record bytes, undecoded (see [`decode_record_bytes`]).
     pub fn record_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
-        let Some(number) = self.number(id)? else { return Ok(None) };
+        let Some(number) = self.number(id)? else {
+            return Ok(None);
+        };
         match table!(self.txn, EPISODE_DATA).get(number).map_err(Error::redb)? {
             Some(v) => Ok(Some(v.value().to_vec())),
             None => Err(Error::Corrupt(format!("episode {} has no record", hex(id)))),
@@ -260,7 +277,8 @@ impl Snapshot {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
             }
-            let mut out = std::fs::OpenOptions::new().write(true).create_new(true).open(&target).map_err(|e| io(&target, e))?;
+            let mut out =
+                std::fs::OpenOptions::new().write(true).create_new(true).open(&target).map_err(|e| io(&target, e))?;
             std::io::Write::write_all(&mut out, &bytes).map_err(|e| io(&target, e))?;
         }
         Ok(record)
@@ -274,7 +292,10 @@ impl Snapshot {
             let (m, l, t, _) = key.value();
             *counts.entry((m.to_string(), l.to_string(), t.to_string())).or_default() += 1;
         }
-        Ok(counts.into_iter().map(|((model, harness_level, task), episodes)| Cell { model, harness_level, task, episodes }).collect())
+        Ok(counts
+            .into_iter()
+            .map(|((model, harness_level, task), episodes)| Cell { model, harness_level, task, episodes })
+            .collect())
     }
 
     /// One entry of the ingest log. Sequence numbers run from 1 to [`Snapshot::ingest_seq`]
@@ -308,7 +329,12 @@ impl Snapshot {
         for entry in table!(self.txn, index).iter().map_err(Error::redb)? {
             let (key, value) = entry.map_err(Error::redb)?;
             if let Some(other) = out.insert(value.value(), key.value()) {
-                problems.push(format!("{what} {} and {} share number {}", hex(&other), hex(&key.value()), value.value()));
+                problems.push(format!(
+                    "{what} {} and {} share number {}",
+                    hex(&other),
+                    hex(&key.value()),
+                    value.value()
+                ));
             }
         }
         Ok(out)
@@ -353,7 +379,10 @@ impl Snapshot {
                 Err(e) => report.problems.push(format!("trace record {number}: {e}")),
                 Ok((id, compressed)) => {
                     if numbers.get(&number) != Some(&id) {
-                        report.problems.push(format!("trace record {number} names episode {}, which the index does not put there", hex(&id)));
+                        report.problems.push(format!(
+                            "trace record {number} names episode {}, which the index does not put there",
+                            hex(&id)
+                        ));
                     }
                     if let Err(e) = codec::decode_compressed::<Episode>(compressed) {
                         report.problems.push(format!("episode {}: trace record: {e}", hex(&id)));
@@ -423,7 +452,11 @@ impl Snapshot {
             report.batches += 1;
             // Readers rely on the sequence numbers running 1, 2, 3, ... (`ingest_batch`).
             if key.value() != report.batches {
-                report.problems.push(format!("ingest batch {} where {} was due: the log has a gap", key.value(), report.batches));
+                report.problems.push(format!(
+                    "ingest batch {} where {} was due: the log has a gap",
+                    key.value(),
+                    report.batches
+                ));
             }
             let batch: IngestBatch = match codec::decode(value.value()) {
                 Ok(b) => b,

@@ -34,11 +34,8 @@ pub struct Package<'w> {
 
 /// The verifiers of the population, with how they read a candidate's plausibility:
 /// (name, bias, sensitivity to the shared "looks right" factor, own noise).
-const VERIFIERS: [(&str, f64, f64, f64); 3] = [
-    ("judge-a", -0.3, 1.6, 0.5),
-    ("judge-b", -0.1, 1.3, 0.7),
-    ("judge-c", -0.5, 0.9, 1.0),
-];
+const VERIFIERS: [(&str, f64, f64, f64); 3] =
+    [("judge-a", -0.3, 1.6, 0.5), ("judge-b", -0.1, 1.3, 0.7), ("judge-c", -0.5, 0.9, 1.0)];
 
 /// Study design of a (task, seed): drawn once, shared by every model, level and attempt.
 pub struct Design {
@@ -50,16 +47,8 @@ pub struct Design {
 pub fn design(config_seed: u64, task: usize, seed: u64) -> Design {
     let mut rng = Prng::new(&[config_seed, STREAM_RUN, task as u64, seed]);
     let forced = rng.chance(0.3);
-    let start_state = if rng.chance(0.2) {
-        Some(rng.chance(0.45))
-    } else {
-        None
-    };
-    Design {
-        forced,
-        start_state,
-        forced_revisions: rng.int(3, 6) as u32,
-    }
+    let start_state = if rng.chance(0.2) { Some(rng.chance(0.45)) } else { None };
+    Design { forced, start_state, forced_revisions: rng.int(3, 6) as u32 }
 }
 
 type Rec = Map<String, Value>;
@@ -187,14 +176,7 @@ impl<'w> Sim<'w> {
         (seq, self.tools.len() - 1)
     }
 
-    fn action(
-        &mut self,
-        kind: &str,
-        paths: &[&str],
-        summary: String,
-        tool_seq: Option<u64>,
-        ok: bool,
-    ) -> u64 {
+    fn action(&mut self, kind: &str, paths: &[&str], summary: String, tool_seq: Option<u64>, ok: bool) -> u64 {
         let (seq, mut r) = self.record(800, 25_000);
         r.insert("kind".into(), json!(kind));
         r.insert("paths".into(), json!(paths));
@@ -231,11 +213,7 @@ impl<'w> Sim<'w> {
             return;
         }
         let localise = !self.localised && category == "feedback" && self.rng.chance(0.85);
-        let predictions = if localise {
-            self.rng.int(1, 3) as usize
-        } else {
-            1
-        };
+        let predictions = if localise { self.rng.int(1, 3) as usize } else { 1 };
         let evidence: Vec<u64> = evidence.into_iter().filter(|s| *s <= failure_seq).collect();
         for rank in 1..=predictions {
             let (_, mut r) = self.record(500, 8000);
@@ -248,9 +226,7 @@ impl<'w> Sim<'w> {
                 "tool" => "observability",
                 "context" => "context_selection",
                 "feedback" => "verification",
-                _ => *self
-                    .rng
-                    .pick(&["failure_attribution", "task_state", "verification"]),
+                _ => *self.rng.pick(&["failure_attribution", "task_state", "verification"]),
             };
             r.insert("responsibility".into(), json!(responsibility));
             if localise {
@@ -268,9 +244,7 @@ impl<'w> Sim<'w> {
     /// A ranked fault-location guess; better models put the truth at rank 1 more often.
     fn predict_location(&mut self, rank: usize) -> String {
         let (path, start, end) = self.task.regions[self.rng.index(self.task.regions.len())].clone();
-        let hit = self
-            .rng
-            .chance((0.25 + 0.6 * self.model.skill - 0.1 * (rank as f64 - 1.0)).clamp(0.05, 0.9));
+        let hit = self.rng.chance((0.25 + 0.6 * self.model.skill - 0.1 * (rank as f64 - 1.0)).clamp(0.05, 0.9));
         if hit {
             match self.rng.index(3) {
                 0 => format!("{path}:{start}-{end}"),
@@ -290,16 +264,8 @@ impl<'w> Sim<'w> {
 
     fn read(&mut self, path: &str) {
         let tool_seq = if self.tools_on() {
-            let tool = if self.rng.chance(0.6) {
-                "read_file"
-            } else {
-                "shell"
-            };
-            let cmd = if tool == "shell" {
-                format!("sed -n '1,200p' {path}")
-            } else {
-                format!("read_file {path}")
-            };
+            let tool = if self.rng.chance(0.6) { "read_file" } else { "shell" };
+            let cmd = if tool == "shell" { format!("sed -n '1,200p' {path}") } else { format!("read_file {path}") };
             let d = self.rng.int(5, 60);
             Some(self.tool(tool, cmd, d, Some(0), false, None, None).0)
         } else {
@@ -310,34 +276,17 @@ impl<'w> Sim<'w> {
     }
 
     fn search(&mut self) {
-        let word = *self.rng.pick(&[
-            self.task.field,
-            "TODO",
-            "raise",
-            "error",
-            "validate",
-            "limit",
-        ]);
+        let word = *self.rng.pick(&[self.task.field, "TODO", "raise", "error", "validate", "limit"]);
         if !self.tools_on() {
             let s = format!("Looked for `{word}` in the files given in the prompt");
             self.action("search", &[], s, None, true);
             return;
         }
-        let cmd = format!(
-            "rg -n '{word}' {}",
-            if self.rng.chance(0.5) { "src" } else { "." }
-        );
+        let cmd = format!("rg -n '{word}' {}", if self.rng.chance(0.5) { "src" } else { "." });
         let no_match = self.rng.chance(0.2);
         let (exit, ft) = if no_match {
             // rg exits 1 on no match: some recorders know that is not a failure.
-            (
-                1,
-                if self.rng.chance(0.5) {
-                    Some("none")
-                } else {
-                    None
-                },
-            )
+            (1, if self.rng.chance(0.5) { Some("none") } else { None })
         } else {
             (0, None)
         };
@@ -348,11 +297,7 @@ impl<'w> Sim<'w> {
         } else {
             self.recover("search", seq);
         }
-        let s = if no_match {
-            format!("Searched for `{word}`: no match")
-        } else {
-            format!("Searched for `{word}`")
-        };
+        let s = if no_match { format!("Searched for `{word}`: no match") } else { format!("Searched for `{word}`") };
         self.action("search", &[], s, Some(seq), true);
     }
 
@@ -362,15 +307,8 @@ impl<'w> Sim<'w> {
         if self.rng.chance(0.07) {
             let tool_seq = if self.tools_on() {
                 let d = self.rng.int(20, 300);
-                let (seq, idx) = self.tool(
-                    tool,
-                    format!("{tool} {path}"),
-                    d,
-                    Some(1),
-                    false,
-                    Some("parse_error"),
-                    None,
-                );
+                let (seq, idx) =
+                    self.tool(tool, format!("{tool} {path}"), d, Some(1), false, Some("parse_error"), None);
                 self.unrecovered.push((idx, "edit"));
                 Some(seq)
             } else {
@@ -381,15 +319,7 @@ impl<'w> Sim<'w> {
         }
         let tool_seq = if self.tools_on() {
             let d = self.rng.int(20, 300);
-            let (seq, _) = self.tool(
-                tool,
-                format!("{tool} {path}"),
-                d,
-                Some(0),
-                false,
-                None,
-                None,
-            );
+            let (seq, _) = self.tool(tool, format!("{tool} {path}"), d, Some(0), false, None, None);
             self.recover("edit", seq);
             Some(seq)
         } else {
@@ -406,26 +336,19 @@ impl<'w> Sim<'w> {
     }
 
     fn p_fix(&self) -> f64 {
-        (0.12 + 0.5 * self.model.skill - 0.35 * self.task.difficulty
-            + 0.06 * self.level as f64
-            + self.boost)
+        (0.12 + 0.5 * self.model.skill - 0.35 * self.task.difficulty + 0.06 * self.level as f64 + self.boost)
             .clamp(0.03, 0.9)
     }
 
     fn p_break(&self, forced: bool) -> f64 {
-        (0.12 + 0.25 * self.task.difficulty - 0.03 * self.level as f64
-            + if forced { 0.12 } else { 0.0 })
-        .clamp(0.02, 0.6)
+        (0.12 + 0.25 * self.task.difficulty - 0.03 * self.level as f64 + if forced { 0.12 } else { 0.0 })
+            .clamp(0.02, 0.6)
     }
 
     /// The ordinary transition of an attempted fix.
     fn fix_attempt(&mut self, forced: bool) -> (bool, f64) {
         let now = self.correct();
-        let next = if now {
-            !self.rng.chance(self.p_break(forced))
-        } else {
-            self.rng.chance(self.p_fix())
-        };
+        let next = if now { !self.rng.chance(self.p_break(forced)) } else { self.rng.chance(self.p_fix()) };
         self.boost *= 0.5;
         let plaus = if next { 1.0 } else { self.rng.f().powf(1.5) };
         (next, plaus)
@@ -435,16 +358,8 @@ impl<'w> Sim<'w> {
         self.n_outputs += 1;
         let path = format!("artifacts/tool-output-{}.log", self.n_outputs);
         let size = (self.rng.log_uniform(10_000.0, 200_000.0) * self.output_scale) as usize;
-        let log = text::test_log(
-            &mut self.rng,
-            self.repo,
-            self.task,
-            failing,
-            timeout_ms,
-            size,
-        );
-        self.artifacts
-            .push((path.clone(), Cow::Owned(log.into_bytes())));
+        let log = text::test_log(&mut self.rng, self.repo, self.task, failing, timeout_ms, size);
+        self.artifacts.push((path.clone(), Cow::Owned(log.into_bytes())));
         path
     }
 
@@ -458,11 +373,7 @@ impl<'w> Sim<'w> {
             return Observed::Crash;
         }
         let plaus = *self.plausibility.last().unwrap();
-        let pass = if self.correct() {
-            self.rng.chance(0.96)
-        } else {
-            self.rng.chance(leniency * plaus)
-        };
+        let pass = if self.correct() { self.rng.chance(0.96) } else { self.rng.chance(leniency * plaus) };
         if pass {
             Observed::Pass
         } else {
@@ -486,48 +397,19 @@ impl<'w> Sim<'w> {
         if !self.tools_on() {
             return observed;
         }
-        let limit = if method == "regression" {
-            300_000
-        } else {
-            120_000
-        };
-        let failing: Vec<&str> = if observed == Observed::Fail {
-            self.task.bug_tests.iter().map(String::as_str).collect()
-        } else {
-            vec![]
-        };
+        let limit = if method == "regression" { 300_000 } else { 120_000 };
+        let failing: Vec<&str> =
+            if observed == Observed::Fail { self.task.bug_tests.iter().map(String::as_str).collect() } else { vec![] };
         let timeout = (observed == Observed::Timeout).then_some(limit);
-        let output = (self.n_outputs < 5 && self.rng.chance(output_p))
-            .then(|| self.large_output(&failing, timeout));
+        let output = (self.n_outputs < 5 && self.rng.chance(output_p)).then(|| self.large_output(&failing, timeout));
         let (exit, timed_out, ft, duration) = match observed {
             Observed::Pass => (Some(0), false, None, self.rng.int(800, 90_000)),
             Observed::Fail => (Some(1), false, None, self.rng.int(800, 90_000)),
-            Observed::Timeout => (
-                None,
-                true,
-                if self.rng.chance(0.5) {
-                    Some("timeout")
-                } else {
-                    None
-                },
-                limit,
-            ),
+            Observed::Timeout => (None, true, if self.rng.chance(0.5) { Some("timeout") } else { None }, limit),
             Observed::Crash => (Some(139), false, Some("crash"), self.rng.int(200, 5000)),
         };
-        let runner = if self.rng.chance(0.8) {
-            "shell"
-        } else {
-            "run_tests"
-        };
-        let (tool_seq, idx) = self.tool(
-            runner,
-            command.clone(),
-            duration,
-            exit,
-            timed_out,
-            ft,
-            output,
-        );
+        let runner = if self.rng.chance(0.8) { "shell" } else { "run_tests" };
+        let (tool_seq, idx) = self.tool(runner, command.clone(), duration, exit, timed_out, ft, output);
         if observed == Observed::Pass {
             self.recover("test", tool_seq);
         } else {
@@ -583,10 +465,7 @@ impl<'w> Sim<'w> {
                 r.insert("revision".into(), json!(self.revision()));
             }
             if method == "targeted_test" || method == "regression" {
-                r.insert(
-                    "suite_id".into(),
-                    json!(format!("{}:{}", text::suite_command(self.repo), check_id)),
-                );
+                r.insert("suite_id".into(), json!(format!("{}:{}", text::suite_command(self.repo), check_id)));
             }
             let interpretation = match result {
                 "pass" => "behaves as required".to_string(),
@@ -613,11 +492,7 @@ impl<'w> Sim<'w> {
     }
 
     fn requirement_ids(&self) -> Vec<String> {
-        self.task
-            .requirements
-            .iter()
-            .map(|(id, _)| id.clone())
-            .collect()
+        self.task.requirements.iter().map(|(id, _)| id.clone()).collect()
     }
 
     /// An intervention opportunity; recorded only when the harness records them.
@@ -630,12 +505,7 @@ impl<'w> Sim<'w> {
         let stands_in = self.rng.chance(if self.level == 3 { 0.45 } else { 0.85 });
         let responsibility = if stands_in {
             if self.level == 3 {
-                *self.rng.pick(&[
-                    "permissions",
-                    "permissions",
-                    "verification",
-                    "context_selection",
-                ])
+                *self.rng.pick(&["permissions", "permissions", "verification", "context_selection"])
             } else {
                 *self.rng.pick(&missing)
             }
@@ -662,19 +532,11 @@ impl<'w> Sim<'w> {
             return;
         }
         let (_, mut r) = self.record(10_000, 240_000);
-        r.insert(
-            "actor".into(),
-            json!(*self
-                .rng
-                .pick(&["human", "human", "human", "human", "evaluator", "other"])),
-        );
+        r.insert("actor".into(), json!(*self.rng.pick(&["human", "human", "human", "human", "evaluator", "other"])));
         r.insert("kind".into(), json!(kind));
         let reason = match kind {
             "permission_grant" => "agent needed write access to the fixtures directory".to_string(),
-            "context_provision" => format!(
-                "pointed the agent at {}",
-                self.repo.test_files[self.task.focus]
-            ),
+            "context_provision" => format!("pointed the agent at {}", self.repo.test_files[self.task.focus]),
             "hint" => format!("suggested looking at how {} is handled", self.task.field),
             "correction" => "told the agent its last change broke valid input".to_string(),
             "approval" => "approved running the full suite".to_string(),
@@ -683,24 +545,11 @@ impl<'w> Sim<'w> {
         r.insert("reason".into(), json!(reason));
         r.insert(
             "missing_responsibility".into(),
-            if responsibility.is_empty() {
-                Value::Null
-            } else {
-                json!(responsibility)
-            },
+            if responsibility.is_empty() { Value::Null } else { json!(responsibility) },
         );
-        r.insert(
-            "avoidable".into(),
-            json!(!responsibility.is_empty() && self.rng.chance(0.7)),
-        );
-        r.insert(
-            "burden".into(),
-            json!(*self.rng.pick(&["low", "low", "medium", "high"])),
-        );
-        r.insert(
-            "minutes".into(),
-            json!(round(self.rng.log_uniform(0.5, 40.0), 1)),
-        );
+        r.insert("avoidable".into(), json!(!responsibility.is_empty() && self.rng.chance(0.7)));
+        r.insert("burden".into(), json!(*self.rng.pick(&["low", "low", "medium", "high"])));
+        r.insert("minutes".into(), json!(round(self.rng.log_uniform(0.5, 40.0), 1)));
         self.interventions.push(r);
     }
 
@@ -727,9 +576,7 @@ impl<'w> Sim<'w> {
                 "dependency" => "package.json".to_string(),
                 "documentation" => "README.md".to_string(),
                 "test" => self.repo.test_files[self.rng.index(self.repo.test_files.len())].clone(),
-                _ => self.repo.files[self.rng.index(self.repo.files.len())]
-                    .path
-                    .clone(),
+                _ => self.repo.files[self.rng.index(self.repo.files.len())].path.clone(),
             };
             r.insert("path".into(), json!(path));
             let note = match (phase, category) {
@@ -746,10 +593,7 @@ impl<'w> Sim<'w> {
 }
 
 fn jsonl(records: &[Rec], shuffle: Option<&mut Prng>) -> Vec<u8> {
-    let mut lines: Vec<String> = records
-        .iter()
-        .map(|r| Value::Object(r.clone()).to_string())
-        .collect();
+    let mut lines: Vec<String> = records.iter().map(|r| Value::Object(r.clone()).to_string()).collect();
     if let Some(rng) = shuffle {
         // Records may appear in any order in a file (spec 3): a late flush.
         if lines.len() >= 3 {
@@ -781,20 +625,10 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     let mut rng = Prng::new(&[config_seed, STREAM_EPISODE, slot.index as u64]);
 
     // Attempts of one (cell, seed) run a few hours apart, in order.
-    let cell_start = Prng::new(&[
-        config_seed,
-        STREAM_RUN,
-        2 << 32,
-        slot.task as u64,
-        slot.model as u64,
-        level as u64,
-        slot.seed,
-    ])
-    .int(0, 20 * 86_400_000) as i64;
-    let start = EPOCH_2026_05_01
-        + cell_start
-        + (slot.attempt as i64 - 1) * 6 * 3_600_000
-        + rng.int(0, 600_000) as i64;
+    let cell_start =
+        Prng::new(&[config_seed, STREAM_RUN, 2 << 32, slot.task as u64, slot.model as u64, level as u64, slot.seed])
+            .int(0, 20 * 86_400_000) as i64;
+    let start = EPOCH_2026_05_01 + cell_start + (slot.attempt as i64 - 1) * 6 * 3_600_000 + rng.int(0, 600_000) as i64;
     let trace_complete = !rng.chance(0.03);
     let gap = (!trace_complete).then(|| (rng.int(4, 40), rng.int(1, 6)));
     let record_interventions = level == 3 || rng.chance(0.35);
@@ -843,44 +677,16 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     }
     if level >= 2 {
         let mut pool: Vec<(String, &str, &str)> = vec![
-            (
-                "docs/ARCHITECTURE.md".into(),
-                "architecture",
-                "find where the faulty behaviour lives",
-            ),
-            (
-                "TESTING.md".into(),
-                "testing",
-                "targeted and full test commands",
-            ),
-            (
-                "NOTES.md".into(),
-                "task_state",
-                "task state: symptom and probe from the intake",
-            ),
+            ("docs/ARCHITECTURE.md".into(), "architecture", "find where the faulty behaviour lives"),
+            ("TESTING.md".into(), "testing", "targeted and full test commands"),
+            ("NOTES.md".into(), "task_state", "task state: symptom and probe from the intake"),
             (".agent/MEMORY.md".into(), "memory", "project conventions"),
-            (
-                "docs/KNOWN_FAILURES.md".into(),
-                "known_failures",
-                "flaky tests to ignore",
-            ),
+            ("docs/KNOWN_FAILURES.md".into(), "known_failures", "flaky tests to ignore"),
             (focus_path.clone(), "code", "the module under change"),
             ("README.md".into(), "doc", "project overview"),
-            (
-                format!("issue #{}", sim.rng.int(10, 4000)),
-                "issue",
-                "the original bug report",
-            ),
-            (
-                "artifacts/task-spec.md".into(),
-                "other",
-                "task specification",
-            ),
-            (
-                "artifacts/repo-snapshot.txt".into(),
-                "code",
-                "repository snapshot at the task commit",
-            ),
+            (format!("issue #{}", sim.rng.int(10, 4000)), "issue", "the original bug report"),
+            ("artifacts/task-spec.md".into(), "other", "task specification"),
+            ("artifacts/repo-snapshot.txt".into(), "code", "repository snapshot at the task commit"),
         ];
         let k = sim.rng.int(3, 7) as usize;
         let picks = sim.rng.sample(pool.len(), k);
@@ -896,17 +702,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         }
     }
     if sim.rng.chance(0.7) {
-        sim.action(
-            "plan",
-            &[],
-            format!(
-                "Plan: reproduce, fix {}, verify R1..R{}",
-                focus_path,
-                reqs.len()
-            ),
-            None,
-            true,
-        );
+        sim.action("plan", &[], format!("Plan: reproduce, fix {}, verify R1..R{}", focus_path, reqs.len()), None, true);
     }
 
     // ---- exploration ------------------------------------------------------------------
@@ -931,11 +727,8 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     if sim.rng.chance(repro_p) {
         let command = text::suite_command(repo).to_string();
         let observed = sim.observe(0.0, 0.3);
-        let failing: Vec<&str> = if observed == Observed::Fail {
-            task.bug_tests.iter().map(String::as_str).collect()
-        } else {
-            vec![]
-        };
+        let failing: Vec<&str> =
+            if observed == Observed::Fail { task.bug_tests.iter().map(String::as_str).collect() } else { vec![] };
         // The unmodified repository gives the same log in every episode: a shared artifact.
         sim.n_outputs += 1;
         let path = format!("artifacts/tool-output-{}.log", sim.n_outputs);
@@ -950,23 +743,12 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         // A reproduction is expected to fail: some recorders say so explicitly.
         let ft = (fail && sim.rng.chance(0.5)).then_some("none");
         let duration = sim.rng.int(2000, 90_000);
-        let (tool_seq, idx) = sim.tool(
-            "shell",
-            command.clone(),
-            duration,
-            Some(fail as i64),
-            false,
-            ft,
-            Some(path),
-        );
+        let (tool_seq, idx) = sim.tool("shell", command.clone(), duration, Some(fail as i64), false, ft, Some(path));
         if fail && ft.is_none() {
             sim.unrecovered.push((idx, "test"));
         }
         let summary = if fail {
-            format!(
-                "Reproduced the bug: {} failing on the unmodified repository",
-                task.bug_tests.len()
-            )
+            format!("Reproduced the bug: {} failing on the unmodified repository", task.bug_tests.len())
         } else {
             "Ran the suite on the starting state: passing".to_string()
         };
@@ -993,11 +775,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
             r.insert("revision".into(), json!(0));
             r.insert(
                 "interpretation".into(),
-                json!(if fail {
-                    "bug reproduced"
-                } else {
-                    "could not reproduce on the starting state"
-                }),
+                json!(if fail { "bug reproduced" } else { "could not reproduce on the starting state" }),
             );
             sim.checks.push(r);
             sim.agent_checks.push(AgentCheck {
@@ -1016,11 +794,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     // ---- the edit loop ----------------------------------------------------------------
     let budget = task.actions_max;
     // What the agent's targeted test covers: the same for the whole episode.
-    let targeted: Vec<String> = reqs
-        .iter()
-        .take(sim.rng.int(1, 2) as usize)
-        .cloned()
-        .collect();
+    let targeted: Vec<String> = reqs.iter().take(sim.rng.int(1, 2) as usize).cloned().collect();
     let abort_after = slot.retried.then(|| sim.rng.int(1, 3) as u32);
     let unsafe_p = [0.05, 0.035, 0.02, 0.01][level];
     let mut stop_reason = "completed";
@@ -1031,9 +805,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     loop {
         if let Some(n) = abort_after {
             if iterations >= n {
-                stop_reason =
-                    *sim.rng
-                        .pick(&["infra_error", "infra_error", "timeout", "budget_exhausted"]);
+                stop_reason = *sim.rng.pick(&["infra_error", "infra_error", "timeout", "budget_exhausted"]);
                 break;
             }
         }
@@ -1059,12 +831,8 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         // H3 in a forced-revision run notices a regression it just checked and reverts.
         let revert = d.forced
             && level == 3
-            && last_pass
-                .is_some_and(|r| r + 1 == sim.revision() && sim.states[r] && !sim.correct())
-            && sim
-                .agent_checks
-                .last()
-                .is_some_and(|c| c.result == "fail" && c.revision == sim.revision())
+            && last_pass.is_some_and(|r| r + 1 == sim.revision() && sim.states[r] && !sim.correct())
+            && sim.agent_checks.last().is_some_and(|c| c.result == "fail" && c.revision == sim.revision())
             && sim.rng.chance(0.6);
         if revert {
             let back = sim.revision() - 1;
@@ -1082,24 +850,13 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
             });
             let last = sim.actions.last_mut().unwrap();
             last.insert("kind".into(), json!("delete"));
-            last.insert(
-                "summary".into(),
-                json!(format!("Deleted {test_path}: failing test removed")),
-            );
+            last.insert("summary".into(), json!(format!("Deleted {test_path}: failing test removed")));
         }
 
         let observed = if sim.tools_on() {
             let check_id = format!("unit-{}", repo.modules[task.focus]);
             let command = text::probe_command(repo, task);
-            Some(sim.test(
-                &check_id,
-                "targeted_test",
-                command,
-                targeted.clone(),
-                0.03,
-                0.45,
-                0.35,
-            ))
+            Some(sim.test(&check_id, "targeted_test", command, targeted.clone(), 0.03, 0.45, 0.35))
         } else {
             None
         };
@@ -1143,27 +900,11 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
                 }
                 let id = format!("probe-{}-{}", req.to_lowercase(), task.field);
                 let cmd = format!("{} --case {}", text::probe_command(repo, task), req);
-                sim.test(
-                    &id,
-                    "deterministic_check",
-                    cmd,
-                    vec![req.clone()],
-                    0.01,
-                    0.55,
-                    0.0,
-                );
+                sim.test(&id, "deterministic_check", cmd, vec![req.clone()], 0.01, 0.55, 0.0);
             }
             if sim.rng.chance(0.7) {
                 let cmd = text::suite_command(repo).to_string();
-                sim.test(
-                    "full-regression",
-                    "regression",
-                    cmd,
-                    reqs.clone(),
-                    0.12,
-                    0.4,
-                    0.8,
-                );
+                sim.test("full-regression", "regression", cmd, reqs.clone(), 0.12, 0.4, 0.8);
             }
             if sim.rng.chance(0.3) {
                 let cmd = match repo.lang {
@@ -1181,64 +922,30 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
                 r.insert("actor".into(), json!("agent"));
                 r.insert("method".into(), json!("registered_test"));
                 r.insert("result".into(), json!("skipped"));
-                r.insert(
-                    "interpretation".into(),
-                    json!("browser not available in the sandbox"),
-                );
+                r.insert("interpretation".into(), json!("browser not available in the sandbox"));
                 sim.checks.push(r);
             }
         } else if level >= 1 && sim.rng.chance(0.5) {
             let cmd = text::suite_command(repo).to_string();
-            sim.test(
-                "full-regression",
-                "regression",
-                cmd,
-                reqs.clone(),
-                0.1,
-                0.4,
-                0.8,
-            );
+            sim.test("full-regression", "regression", cmd, reqs.clone(), 0.1, 0.4, 0.8);
         }
         // Verify, then edit: a last cleanup nobody re-checks.
         if sim.revision() > 0 && sim.rng.chance([0.1, 0.1, 0.12, 0.15][level]) {
             let p = focus_path.clone();
             sim.edit(&p, |s| {
                 let c = s.correct();
-                let next = if c {
-                    !s.rng.chance(0.08)
-                } else {
-                    s.rng.chance(0.05)
-                };
-                (
-                    next,
-                    if next {
-                        1.0
-                    } else {
-                        s.plausibility.last().copied().unwrap_or(0.5)
-                    },
-                )
+                let next = if c { !s.rng.chance(0.08) } else { s.rng.chance(0.05) };
+                (next, if next { 1.0 } else { s.plausibility.last().copied().unwrap_or(0.5) })
             });
             let last = sim.actions.last_mut().unwrap();
-            last.insert(
-                "summary".into(),
-                json!("Removed debug logging and tidied the change"),
-            );
+            last.insert("summary".into(), json!("Removed debug logging and tidied the change"));
         }
         if level >= 2 || sim.rng.chance(0.5) {
-            sim.action(
-                "message",
-                &["reports/final.md"],
-                "Wrote the final report".into(),
-                None,
-                true,
-            );
+            sim.action("message", &["reports/final.md"], "Wrote the final report".into(), None, true);
         }
         claimed = stop_reason == "completed";
         if claimed {
-            let summary = format!(
-                "Reported the task complete after {} revision(s)",
-                sim.revision()
-            );
+            let summary = format!("Reported the task complete after {} revision(s)", sim.revision());
             let p = focus_path.clone();
             sim.action("complete", &[p.as_str()], summary, None, true);
         }
@@ -1257,9 +964,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     sim.clock = ended + sim.rng.int(60_000, 3_600_000) as i64;
     let mut evaluated: Vec<usize> = Vec::new();
     if d.forced {
-        evaluated = (0..=final_rev)
-            .filter(|&r| r == final_rev || sim.rng.chance(0.85))
-            .collect();
+        evaluated = (0..=final_rev).filter(|&r| r == final_rev || sim.rng.chance(0.85)).collect();
     } else if level == 3 {
         if d.start_state.is_some() || sim.rng.chance(0.3) {
             evaluated.push(0);
@@ -1296,11 +1001,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     }
     let mut candidates: Vec<usize> = Vec::new();
     if d.forced {
-        candidates = evaluated
-            .iter()
-            .copied()
-            .filter(|&r| r == final_rev || sim.rng.chance(0.6))
-            .collect();
+        candidates = evaluated.iter().copied().filter(|&r| r == final_rev || sim.rng.chance(0.6)).collect();
         if !candidates.contains(&final_rev) {
             candidates.push(final_rev);
         }
@@ -1315,11 +1016,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
             3.0 * (sim.plausibility[r] - 0.5) + 0.7 * sim.rng.normal()
         };
         let order = sim.rng.sample(3, 3);
-        let order: Vec<usize> = if sim.rng.chance(0.5) {
-            order
-        } else {
-            order.into_iter().rev().collect()
-        };
+        let order: Vec<usize> = if sim.rng.chance(0.5) { order } else { order.into_iter().rev().collect() };
         for v in order {
             let (name, bias, sensitivity, noise) = VERIFIERS[v];
             if !sim.rng.chance(0.92) {
@@ -1327,19 +1024,13 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
             }
             let judgements = if sim.rng.chance(0.04) { 2 } else { 1 };
             for _ in 0..judgements {
-                let score = round(
-                    sigmoid(bias + sensitivity * looks_right + noise * sim.rng.normal()),
-                    3,
-                );
+                let score = round(sigmoid(bias + sensitivity * looks_right + noise * sim.rng.normal()), 3);
                 let (_, mut rec) = sim.record(2_000, 40_000);
                 rec.insert("check_id".into(), json!(format!("review/{name}")));
                 rec.insert("actor".into(), json!("verifier"));
                 rec.insert("method".into(), json!("judge"));
                 rec.insert("verifier".into(), json!(name));
-                rec.insert(
-                    "verdict".into(),
-                    json!(if score >= 0.5 { "accept" } else { "reject" }),
-                );
+                rec.insert("verdict".into(), json!(if score >= 0.5 { "accept" } else { "reject" }));
                 if sim.rng.chance(0.95) {
                     rec.insert("score".into(), json!(score));
                 }
@@ -1355,12 +1046,8 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     let req_status: Vec<(String, &str)> = reqs
         .iter()
         .map(|id| {
-            let covering: Vec<&AgentCheck> = sim
-                .agent_checks
-                .iter()
-                .filter(on_final)
-                .filter(|c| c.requirements.contains(id))
-                .collect();
+            let covering: Vec<&AgentCheck> =
+                sim.agent_checks.iter().filter(on_final).filter(|c| c.requirements.contains(id)).collect();
             let status = if covering.iter().any(|c| c.result == "pass") {
                 "verified"
             } else if covering.iter().any(|c| c.result == "fail") {
@@ -1396,14 +1083,13 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
             "failed",
         ]);
     }
-    let correct: Option<bool> =
-        if (stop_reason == "infra_error" && sim.rng.chance(0.5)) || sim.rng.chance(0.05) {
-            None
-        } else if sim.rng.chance(0.03) {
-            Some(!final_correct) // the delivered-state verdict disagrees with the oracle
-        } else {
-            Some(final_correct)
-        };
+    let correct: Option<bool> = if (stop_reason == "infra_error" && sim.rng.chance(0.5)) || sim.rng.chance(0.05) {
+        None
+    } else if sim.rng.chance(0.03) {
+        Some(!final_correct) // the delivered-state verdict disagrees with the oracle
+    } else {
+        Some(final_correct)
+    };
     let admission: Option<&str> = if sim.rng.chance([0.45, 0.35, 0.25, 0.05][level]) {
         None
     } else if sim.rng.chance(0.04) {
@@ -1425,11 +1111,7 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         } else {
             0.15 + 0.5 * plaus
         };
-        Some(if sim.rng.chance(p) {
-            "accepted"
-        } else {
-            "rejected"
-        })
+        Some(if sim.rng.chance(p) { "accepted" } else { "rejected" })
     };
     let wall_ms = ended - start;
     let cost_in = sim.tokens_in + sim.context.len() as u64 * 3000;
@@ -1439,20 +1121,12 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     outcome.insert("agent_reported_complete".into(), json!(claimed));
     outcome.insert("stop_reason".into(), json!(stop_reason));
     outcome.insert("correct".into(), json!(correct));
-    outcome.insert(
-        "start_state".into(),
-        json!(d.start_state.map(|c| if c { "correct" } else { "wrong" })),
-    );
+    outcome.insert("start_state".into(), json!(d.start_state.map(|c| if c { "correct" } else { "wrong" })));
     outcome.insert("admission".into(), json!(admission));
     if level > 0 || sim.rng.chance(0.9) {
         outcome.insert(
             "requirements".into(),
-            Value::Array(
-                req_status
-                    .iter()
-                    .map(|(id, s)| json!({"id": id, "status": s}))
-                    .collect(),
-            ),
+            Value::Array(req_status.iter().map(|(id, s)| json!({"id": id, "status": s})).collect()),
         );
     }
     outcome.insert(
@@ -1464,10 +1138,8 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         json!({"tokens_in": cost_in, "tokens_out": sim.tokens_out, "usd": round(usd, 4), "wall_ms": wall_ms}),
     );
     if let Some(locations) = &task.fault_locations {
-        outcome.insert(
-            "fault_locations".into(),
-            Value::Array(locations.iter().map(|l| json!({"location": l})).collect()),
-        );
+        outcome
+            .insert("fault_locations".into(), Value::Array(locations.iter().map(|l| json!({"location": l})).collect()));
     }
     if task.graded {
         let score = match correct.unwrap_or(final_correct) {
@@ -1477,31 +1149,15 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         };
         outcome.insert("score".into(), json!(score));
     }
-    let timed_out_checks = sim
-        .agent_checks
-        .iter()
-        .filter(|c| c.result == "timeout")
-        .count();
+    let timed_out_checks = sim.agent_checks.iter().filter(|c| c.result == "timeout").count();
     if timed_out_checks > 0 {
-        outcome.insert(
-            "notes".into(),
-            json!(format!(
-                "{timed_out_checks} check(s) timed out; recorded, not retried"
-            )),
-        );
+        outcome.insert("notes".into(), json!(format!("{timed_out_checks} check(s) timed out; recorded, not retried")));
     }
 
     // ---- manifest ---------------------------------------------------------------------
     let episode_label = format!("{}/{}/seed-{}", task.id, level_name, slot.seed);
     let mut tags = Map::new();
-    tags.insert(
-        "study".into(),
-        json!(if d.forced {
-            "forced-revision"
-        } else {
-            "harness-ladder"
-        }),
-    );
+    tags.insert("study".into(), json!(if d.forced { "forced-revision" } else { "harness-ladder" }));
     if d.start_state.is_some() {
         tags.insert("start".into(), json!("common-state"));
     }
@@ -1525,86 +1181,46 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     // ---- files --------------------------------------------------------------------------
     let mut files: Vec<(String, Cow<'w, [u8]>)> = Vec::with_capacity(16 + sim.artifacts.len());
     files.push(("manifest.json".into(), Cow::Owned(pretty(&manifest))));
-    files.push((
-        "outcome.json".into(),
-        Cow::Owned(pretty(&Value::Object(outcome))),
-    ));
+    files.push(("outcome.json".into(), Cow::Owned(pretty(&Value::Object(outcome)))));
     let shuffle_actions = sim.rng.chance(0.04);
     files.push((
         "traces/actions.jsonl".into(),
         Cow::Owned(jsonl(&sim.actions, shuffle_actions.then_some(&mut sim.rng))),
     ));
     if level >= 1 {
-        files.push((
-            "traces/tools.jsonl".into(),
-            Cow::Owned(jsonl(&sim.tools, None)),
-        ));
+        files.push(("traces/tools.jsonl".into(), Cow::Owned(jsonl(&sim.tools, None))));
     }
     if level >= 2 {
-        files.push((
-            "traces/context.jsonl".into(),
-            Cow::Owned(jsonl(&sim.context, None)),
-        ));
+        files.push(("traces/context.jsonl".into(), Cow::Owned(jsonl(&sim.context, None))));
     }
     if !sim.checks.is_empty() || level == 3 {
-        files.push((
-            "traces/verification.jsonl".into(),
-            Cow::Owned(jsonl(&sim.checks, None)),
-        ));
+        files.push(("traces/verification.jsonl".into(), Cow::Owned(jsonl(&sim.checks, None))));
     }
     if level == 3 {
-        files.push((
-            "traces/attribution.jsonl".into(),
-            Cow::Owned(jsonl(&sim.attribution, None)),
-        ));
-        files.push((
-            "traces/entropy.jsonl".into(),
-            Cow::Owned(jsonl(&sim.entropy, None)),
-        ));
+        files.push(("traces/attribution.jsonl".into(), Cow::Owned(jsonl(&sim.attribution, None))));
+        files.push(("traces/entropy.jsonl".into(), Cow::Owned(jsonl(&sim.entropy, None))));
     }
     if sim.record_interventions {
-        files.push((
-            "traces/interventions.jsonl".into(),
-            Cow::Owned(jsonl(&sim.interventions, None)),
-        ));
+        files.push(("traces/interventions.jsonl".into(), Cow::Owned(jsonl(&sim.interventions, None))));
     }
     if final_rev > 0 {
         let patch = text::diff(&mut sim.rng, repo, &sim.edited);
         files.push(("patch.diff".into(), Cow::Owned(patch.into_bytes())));
     }
-    files.push((
-        "artifacts/task-spec.md".into(),
-        Cow::Borrowed(task.spec_md.as_slice()),
-    ));
+    files.push(("artifacts/task-spec.md".into(), Cow::Borrowed(task.spec_md.as_slice())));
     if level >= 2 {
-        files.push((
-            "artifacts/repo-snapshot.txt".into(),
-            Cow::Borrowed(task.snapshot.as_slice()),
-        ));
+        files.push(("artifacts/repo-snapshot.txt".into(), Cow::Borrowed(task.snapshot.as_slice())));
     }
     if level == 3 && !sim.repro_log.is_empty() {
-        files.push((
-            "artifacts/repro.log".into(),
-            Cow::Owned(std::mem::take(&mut sim.repro_log).into_bytes()),
-        ));
+        files.push(("artifacts/repro.log".into(), Cow::Owned(std::mem::take(&mut sim.repro_log).into_bytes())));
     }
-    let final_report = final_report(
-        &episode_label,
-        task,
-        label,
-        final_rev,
-        &req_status,
-        stop_reason,
-    );
+    let final_report = final_report(&episode_label, task, label, final_rev, &req_status, stop_reason);
     if sim.rng.chance(0.1) {
         let v = json!({"episode": episode_label, "label": label, "final_revision": final_rev,
                        "stop_reason": stop_reason, "summary": final_report});
         files.push(("reports/final.json".into(), Cow::Owned(pretty(&v))));
     } else {
-        files.push((
-            "reports/final.md".into(),
-            Cow::Owned(final_report.into_bytes()),
-        ));
+        files.push(("reports/final.md".into(), Cow::Owned(final_report.into_bytes())));
     }
     if level == 3 {
         if sim.rng.chance(0.15) {
@@ -1616,23 +1232,16 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
                                 "result": c.result, "requirements": c.requirements})
                 })
                 .collect();
-            let v =
-                json!({"episode": episode_label, "final_revision": final_rev, "checks": checks});
+            let v = json!({"episode": episode_label, "final_revision": final_rev, "checks": checks});
             files.push(("reports/verification.json".into(), Cow::Owned(pretty(&v))));
         } else {
             let md = verification_report(&episode_label, final_rev, &sim.agent_checks);
-            files.push((
-                "reports/verification.md".into(),
-                Cow::Owned(md.into_bytes()),
-            ));
+            files.push(("reports/verification.md".into(), Cow::Owned(md.into_bytes())));
         }
     }
     files.append(&mut sim.artifacts);
 
-    let dir = format!(
-        "{}/{}/{}/s{}-a{}",
-        model.name, level_name, task.id, slot.seed, slot.attempt
-    );
+    let dir = format!("{}/{}/{}/s{}-a{}", model.name, level_name, task.id, slot.seed, slot.attempt);
     Package { dir, files }
 }
 
@@ -1644,11 +1253,11 @@ fn final_report(
     reqs: &[(String, &str)],
     stop_reason: &str,
 ) -> String {
-    let mut s = format!(
-        "# Final report: {label}\n\n## Diagnosis\n{}.\n\n## Change\n",
-        task.summary
+    let mut s = format!("# Final report: {label}\n\n## Diagnosis\n{}.\n\n## Change\n", task.summary);
+    let _ = writeln!(
+        s,
+        "{final_rev} revision(s) of the working tree; stop reason `{stop_reason}`; label `{outcome_label}`.\n"
     );
-    let _ = writeln!(s, "{final_rev} revision(s) of the working tree; stop reason `{stop_reason}`; label `{outcome_label}`.\n");
     let _ = writeln!(s, "## Requirements");
     for ((id, status), (_, text)) in reqs.iter().zip(&task.requirements) {
         let _ = writeln!(s, "- {id} {text}: {status}");
@@ -1672,10 +1281,6 @@ fn verification_report(label: &str, final_rev: usize, checks: &[AgentCheck]) -> 
         );
     }
     let stale = checks.iter().filter(|c| c.revision < final_rev).count();
-    let _ = writeln!(
-        s,
-        "\n{stale} of {} checks ran on an earlier revision than the final one.",
-        checks.len()
-    );
+    let _ = writeln!(s, "\n{stale} of {} checks ran on an earlier revision than the final one.", checks.len());
     s
 }

@@ -99,10 +99,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| Error::Io { path: path.to_path_buf(), source }
 }
 
 /// Writes the population of `config` under `out` (created if missing; it must be
@@ -118,9 +115,7 @@ pub fn generate(config: &Config, out: &Path, progress: impl Fn(usize) + Sync) ->
                 return Err(Error::NotEmpty(out.to_path_buf()));
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs::create_dir_all(out).map_err(io(out))?
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir_all(out).map_err(io(out))?,
         Err(e) => return Err(io(out)(e)),
     }
     let done = Mutex::new(0usize);
@@ -135,11 +130,7 @@ pub fn generate(config: &Config, out: &Path, progress: impl Fn(usize) + Sync) ->
             Ok(summary)
         })
         .try_reduce(Summary::default, |a, b| {
-            Ok(Summary {
-                episodes: a.episodes + b.episodes,
-                files: a.files + b.files,
-                bytes: a.bytes + b.bytes,
-            })
+            Ok(Summary { episodes: a.episodes + b.episodes, files: a.files + b.files, bytes: a.bytes + b.bytes })
         })
 }
 
@@ -219,11 +210,7 @@ fn write_package(out: &Path, package: &episode::Package) -> Result<Summary> {
         fs::write(&path, data).map_err(io(&path))?;
         bytes += data.len() as u64;
     }
-    Ok(Summary {
-        episodes: 1,
-        files: package.files.len(),
-        bytes,
-    })
+    Ok(Summary { episodes: 1, files: package.files.len(), bytes })
 }
 
 /// Episodes `first..first + episodes` of the population in order: rounds of seeds;
@@ -258,15 +245,8 @@ fn population(config: &Config, world: &world::World) -> Vec<episode::Slot> {
                         attempts += 1;
                     }
                     for attempt in 1..=attempts {
-                        let slot = episode::Slot {
-                            index,
-                            model,
-                            level,
-                            task,
-                            seed,
-                            attempt,
-                            retried: attempt < attempts,
-                        };
+                        let slot =
+                            episode::Slot { index, model, level, task, seed, attempt, retried: attempt < attempts };
                         if index >= config.first {
                             out.push(slot);
                         }

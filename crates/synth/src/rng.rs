@@ -14,9 +14,7 @@ pub const STREAM_TASK: u64 = 4;
 /// SplitMix64's finaliser applied to `a` combined with `b`: a cheap, well-spread hash of
 /// two words (Steele, Lea and Flood 2014). Used only to derive seeds, not as a generator.
 pub fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a ^ b
-        .wrapping_add(0x9E37_79B9_7F4A_7C15)
-        .wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    let mut z = a ^ b.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -24,9 +22,7 @@ pub fn mix(a: u64, b: u64) -> u64 {
 
 /// Folds several words into one seed.
 pub fn derive(parts: &[u64]) -> u64 {
-    parts
-        .iter()
-        .fold(0x005E_ED0F_E915_0DE5, |acc, &p| mix(acc, p))
+    parts.iter().fold(0x005E_ED0F_E915_0DE5, |acc, &p| mix(acc, p))
 }
 
 /// A seeded generator with the few distributions the generator needs.
@@ -94,9 +90,7 @@ impl Prng {
     }
 
     pub fn hex(&mut self, digits: usize) -> String {
-        (0..digits)
-            .map(|_| char::from_digit(self.int(0, 15) as u32, 16).unwrap())
-            .collect()
+        (0..digits).map(|_| char::from_digit(self.int(0, 15) as u32, 16).unwrap()).collect()
     }
 }
 

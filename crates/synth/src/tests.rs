@@ -44,21 +44,14 @@ fn population() -> &'static [(RawPackage, Episode)] {
         let all = read_all(dir.path());
         assert_eq!(summary.episodes, 200);
         assert_eq!(all.len(), 200);
-        assert_eq!(
-            summary.files,
-            all.iter().map(|(r, _)| r.files.len()).sum::<usize>()
-        );
-        assert_eq!(
-            summary.bytes,
-            all.iter().map(|(r, _)| r.total_bytes()).sum::<u64>()
-        );
+        assert_eq!(summary.files, all.iter().map(|(r, _)| r.files.len()).sum::<usize>());
+        assert_eq!(summary.bytes, all.iter().map(|(r, _)| r.total_bytes()).sum::<u64>());
         all
     })
 }
 
 fn study(e: &Episode) -> String {
-    let tags: serde_json::Value =
-        serde_json::from_str(e.manifest.tags.as_deref().unwrap()).unwrap();
+    let tags: serde_json::Value = serde_json::from_str(e.manifest.tags.as_deref().unwrap()).unwrap();
     tags["study"].as_str().unwrap().to_string()
 }
 
@@ -69,10 +62,7 @@ fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if path.is_dir() {
                 walk(root, &path, out);
             } else {
-                out.insert(
-                    path.strip_prefix(root).unwrap().to_path_buf(),
-                    std::fs::read(&path).unwrap(),
-                );
+                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
             }
         }
     }
@@ -84,10 +74,7 @@ fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 #[test]
 fn every_package_validates() {
     let all = population();
-    let levels: BTreeSet<&str> = all
-        .iter()
-        .map(|(_, e)| e.manifest.harness_level.as_str())
-        .collect();
+    let levels: BTreeSet<&str> = all.iter().map(|(_, e)| e.manifest.harness_level.as_str()).collect();
     assert_eq!(levels, BTreeSet::from(["H0", "H1", "H2", "H3"]));
     // Ids are distinct: no two packages are the same bytes.
     let ids: BTreeSet<_> = all.iter().map(|(r, _)| r.id).collect();
@@ -110,20 +97,12 @@ fn every_package_validates() {
 
 #[test]
 fn same_config_gives_byte_identical_output_on_any_thread_count() {
-    let config = Config {
-        episodes: 60,
-        ..small()
-    };
+    let config = Config { episodes: 60, ..small() };
     let a = tempfile::tempdir().unwrap();
     let b = tempfile::tempdir().unwrap();
     let sa = generate(&config, a.path(), |_| {}).unwrap();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let sb = pool
-        .install(|| generate(&config, b.path(), |_| {}))
-        .unwrap();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let sb = pool.install(|| generate(&config, b.path(), |_| {})).unwrap();
     assert_eq!(sa, sb);
     let (fa, fb) = (files_under(a.path()), files_under(b.path()));
     assert_eq!(fa.len(), sa.files);
@@ -163,37 +142,16 @@ fn parts_written_separately_equal_one_run() {
 fn refuses_a_non_empty_directory_and_bad_configs() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("x"), "").unwrap();
-    assert!(matches!(
-        generate(&small(), dir.path(), |_| {}),
-        Err(Error::NotEmpty(_))
-    ));
+    assert!(matches!(generate(&small(), dir.path(), |_| {}), Err(Error::NotEmpty(_))));
     let empty = tempfile::tempdir().unwrap();
-    assert!(matches!(
-        generate(
-            &Config {
-                tasks: 0,
-                ..small()
-            },
-            empty.path(),
-            |_| {}
-        ),
-        Err(Error::Config(_))
-    ));
+    assert!(matches!(generate(&Config { tasks: 0, ..small() }, empty.path(), |_| {}), Err(Error::Config(_))));
 }
 
 #[test]
 fn progress_counts_up_to_the_population() {
     let dir = tempfile::tempdir().unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
-    let summary = generate(
-        &Config {
-            episodes: 25,
-            ..small()
-        },
-        dir.path(),
-        |n| seen.lock().unwrap().push(n),
-    )
-    .unwrap();
+    let summary = generate(&Config { episodes: 25, ..small() }, dir.path(), |n| seen.lock().unwrap().push(n)).unwrap();
     assert_eq!(summary.episodes, 25);
     assert_eq!(seen.into_inner().unwrap(), (1..=25).collect::<Vec<_>>());
 }
@@ -202,10 +160,7 @@ fn progress_counts_up_to_the_population() {
 fn share_by_level(episodes: &[&Episode], f: impl Fn(&Episode) -> bool) -> [f64; 4] {
     let mut out = [0.0; 4];
     for (i, level) in LEVELS.iter().enumerate() {
-        let at: Vec<_> = episodes
-            .iter()
-            .filter(|e| e.manifest.harness_level == *level)
-            .collect();
+        let at: Vec<_> = episodes.iter().filter(|e| e.manifest.harness_level == *level).collect();
         assert!(!at.is_empty(), "no episode at {level}");
         out[i] = at.iter().filter(|e| f(e)).count() as f64 / at.len() as f64;
     }
@@ -215,52 +170,23 @@ fn share_by_level(episodes: &[&Episode], f: impl Fn(&Episode) -> bool) -> [f64; 
 #[test]
 fn evidence_grows_with_the_harness_level() {
     let all: Vec<&Episode> = population().iter().map(|(_, e)| e).collect();
-    let ladder: Vec<&Episode> = all
-        .iter()
-        .copied()
-        .filter(|e| study(e) == "harness-ladder")
-        .collect();
-    assert!(
-        ladder.len() > 80 && ladder.len() < all.len(),
-        "both studies are present"
-    );
+    let ladder: Vec<&Episode> = all.iter().copied().filter(|e| study(e) == "harness-ladder").collect();
+    assert!(ladder.len() > 80 && ladder.len() < all.len(), "both studies are present");
 
     assert_eq!(share_by_level(&all, |e| e.actions.is_some()), [1.0; 4]);
-    assert_eq!(
-        share_by_level(&all, |e| e.tools.is_some()),
-        [0.0, 1.0, 1.0, 1.0]
-    );
-    assert_eq!(
-        share_by_level(&all, |e| e.context.is_some()),
-        [0.0, 0.0, 1.0, 1.0]
-    );
-    assert_eq!(
-        share_by_level(&ladder, |e| e.checks.is_some()),
-        [0.0, 0.0, 0.0, 1.0]
-    );
-    assert_eq!(
-        share_by_level(&all, |e| e.agent_checks().next().is_some()),
-        [0.0, 0.0, 0.0, 1.0]
-    );
-    assert_eq!(
-        share_by_level(&all, |e| e.attributions.is_some()),
-        [0.0, 0.0, 0.0, 1.0]
-    );
-    assert_eq!(
-        share_by_level(&all, |e| e.entropy.is_some()),
-        [0.0, 0.0, 0.0, 1.0]
-    );
+    assert_eq!(share_by_level(&all, |e| e.tools.is_some()), [0.0, 1.0, 1.0, 1.0]);
+    assert_eq!(share_by_level(&all, |e| e.context.is_some()), [0.0, 0.0, 1.0, 1.0]);
+    assert_eq!(share_by_level(&ladder, |e| e.checks.is_some()), [0.0, 0.0, 0.0, 1.0]);
+    assert_eq!(share_by_level(&all, |e| e.agent_checks().next().is_some()), [0.0, 0.0, 0.0, 1.0]);
+    assert_eq!(share_by_level(&all, |e| e.attributions.is_some()), [0.0, 0.0, 0.0, 1.0]);
+    assert_eq!(share_by_level(&all, |e| e.entropy.is_some()), [0.0, 0.0, 0.0, 1.0]);
     assert_eq!(share_by_level(&all, |e| e.interventions.is_some())[3], 1.0);
     let recorded = share_by_level(&all, |e| e.interventions.is_some());
-    assert!(
-        recorded[..3].iter().all(|&s| s > 0.1 && s < 0.7),
-        "{recorded:?}"
-    );
+    assert!(recorded[..3].iter().all(|&s| s > 0.1 && s < 0.7), "{recorded:?}");
     // Some H3 traces are recorded and empty.
     assert!(all
         .iter()
-        .any(|e| e.manifest.harness_level == "H3"
-            && e.interventions.as_ref().is_some_and(Vec::is_empty)));
+        .any(|e| e.manifest.harness_level == "H3" && e.interventions.as_ref().is_some_and(Vec::is_empty)));
 
     // Outcomes improve with the level.
     let avs = share_by_level(&all, |e| e.outcome.label == "autonomous_verified_success");
@@ -270,29 +196,15 @@ fn evidence_grows_with_the_harness_level() {
 
     // Missing-harness interventions per recorded trace fall with the level.
     let m_hir = |level: &str| {
-        let with: Vec<_> = all
-            .iter()
-            .filter(|e| e.manifest.harness_level == level && e.interventions.is_some())
-            .collect();
+        let with: Vec<_> =
+            all.iter().filter(|e| e.manifest.harness_level == level && e.interventions.is_some()).collect();
         let n: usize = with
             .iter()
-            .map(|e| {
-                e.interventions
-                    .as_ref()
-                    .unwrap()
-                    .iter()
-                    .filter(|i| i.missing_responsibility.is_some())
-                    .count()
-            })
+            .map(|e| e.interventions.as_ref().unwrap().iter().filter(|i| i.missing_responsibility.is_some()).count())
             .sum();
         n as f64 / with.len() as f64
     };
-    assert!(
-        m_hir("H0") > m_hir("H3"),
-        "{} vs {}",
-        m_hir("H0"),
-        m_hir("H3")
-    );
+    assert!(m_hir("H0") > m_hir("H3"), "{} vs {}", m_hir("H0"), m_hir("H3"));
 }
 
 #[test]
@@ -307,10 +219,7 @@ fn outcomes_and_traces_cover_the_contract() {
     assert!(any(&|e| e.outcome.start_state.as_deref() == Some("correct")));
     assert!(any(&|e| e.outcome.score.is_some()));
     for admission in [Some("accepted"), Some("rejected"), None] {
-        assert!(
-            any(&|e| e.outcome.admission.as_deref() == admission),
-            "{admission:?}"
-        );
+        assert!(any(&|e| e.outcome.admission.as_deref() == admission), "{admission:?}");
     }
     for label in epistore_package::LABELS {
         assert!(any(&|e| e.outcome.label == *label), "{label}");
@@ -325,44 +234,18 @@ fn outcomes_and_traces_cover_the_contract() {
     assert!(tools().any(|t| t.failed() && t.recovered_by.is_some()));
     assert!(tools().any(|t| t.failed() && t.recovered_by.is_none()));
     assert!(all.iter().any(|e| {
-        let failed: BTreeSet<u64> = e
-            .tools
-            .iter()
-            .flatten()
-            .filter(|t| t.failed())
-            .map(|t| t.common.seq)
-            .collect();
-        e.attributions
-            .iter()
-            .flatten()
-            .any(|a| failed.contains(&a.failure_seq))
+        let failed: BTreeSet<u64> = e.tools.iter().flatten().filter(|t| t.failed()).map(|t| t.common.seq).collect();
+        e.attributions.iter().flatten().any(|a| failed.contains(&a.failure_seq))
     }));
     // Ranked localisation with ground truth to compare against.
-    assert!(any(&|e| e
-        .outcome
-        .fault_locations
-        .as_ref()
-        .is_some_and(|f| !f.is_empty())
-        && e.attributions
-            .iter()
-            .flatten()
-            .any(|a| a.rank == Some(1) && a.location.is_some())));
+    assert!(any(&|e| e.outcome.fault_locations.as_ref().is_some_and(|f| !f.is_empty())
+        && e.attributions.iter().flatten().any(|a| a.rank == Some(1) && a.location.is_some())));
     // Entropy audits before and after.
-    assert!(any(&|e| e
-        .entropy
-        .iter()
-        .flatten()
-        .any(|f| f.phase == "pre")));
-    assert!(any(&|e| e
-        .entropy
-        .iter()
-        .flatten()
-        .any(|f| f.phase == "post")));
+    assert!(any(&|e| e.entropy.iter().flatten().any(|f| f.phase == "pre")));
+    assert!(any(&|e| e.entropy.iter().flatten().any(|f| f.phase == "post")));
     // Stale checks exist, and checks cover the manifest's requirements.
     assert!(any(&|e| e.agent_checks().any(|c| !c.fresh)));
-    assert!(any(&|e| e
-        .agent_checks()
-        .any(|c| c.requirements.iter().any(|r| r == "R3"))));
+    assert!(any(&|e| e.agent_checks().any(|c| c.requirements.iter().any(|r| r == "R3"))));
 }
 
 /// Oracle verdict per evaluated revision (errors dropped, highest seq wins).
@@ -378,10 +261,7 @@ fn oracle(e: &Episode) -> BTreeMap<u64, bool> {
         })
         .collect();
     records.sort_by_key(|c| c.common.seq);
-    records
-        .into_iter()
-        .map(|c| (c.bound_revision, c.passed()))
-        .collect()
+    records.into_iter().map(|c| (c.bound_revision, c.passed())).collect()
 }
 
 #[test]
@@ -398,23 +278,12 @@ fn oracles_show_correct_states_being_lost() {
                 _ => {}
             }
         }
-        for c in e
-            .checks
-            .iter()
-            .flatten()
-            .filter(|c| c.method.as_deref() == Some("oracle"))
-        {
-            assert!(
-                c.recorded_revision.is_some(),
-                "oracle records name their revision"
-            );
+        for c in e.checks.iter().flatten().filter(|c| c.method.as_deref() == Some("oracle")) {
+            assert!(c.recorded_revision.is_some(), "oracle records name their revision");
         }
     }
     assert!(regressions >= 1, "no correct -> wrong transition");
-    assert!(
-        repairs > regressions,
-        "repairs {repairs}, regressions {regressions}"
-    );
+    assert!(repairs > regressions, "repairs {repairs}, regressions {regressions}");
 }
 
 #[test]
@@ -426,37 +295,22 @@ fn verifier_false_accepts_are_correlated() {
     for (_, e) in population() {
         let truth = oracle(e);
         let mut verdicts: BTreeMap<(u64, String), (u64, bool)> = BTreeMap::new();
-        for c in e
-            .checks
-            .iter()
-            .flatten()
-            .filter(|c| c.actor.as_deref() == Some("verifier"))
-        {
+        for c in e.checks.iter().flatten().filter(|c| c.actor.as_deref() == Some("verifier")) {
             let key = (c.bound_revision, c.verifier.clone().unwrap());
             let accept = c.verdict.as_deref() == Some("accept");
-            if verdicts
-                .get(&key)
-                .is_none_or(|(seq, _)| *seq < c.common.seq)
-            {
+            if verdicts.get(&key).is_none_or(|(seq, _)| *seq < c.common.seq) {
                 verdicts.insert(key, (c.common.seq, accept));
             }
         }
         let revisions: BTreeSet<u64> = verdicts.keys().map(|(r, _)| *r).collect();
         for r in revisions {
-            let y = truth.get(&r).copied().or(if r == e.derived.final_revision {
-                e.outcome.correct
-            } else {
-                None
-            });
+            let y = truth.get(&r).copied().or(if r == e.derived.final_revision { e.outcome.correct } else { None });
             if y != Some(false) {
                 continue;
             }
             wrong_candidates += 1;
             let accepts = |v: &str| verdicts.get(&(r, v.to_string())).map(|(_, a)| *a);
-            let accepted = ["judge-a", "judge-b", "judge-c"]
-                .iter()
-                .filter(|v| accepts(v) == Some(true))
-                .count();
+            let accepted = ["judge-a", "judge-b", "judge-c"].iter().filter(|v| accepts(v) == Some(true)).count();
             if accepted >= 2 {
                 multi_false_accepts += 1;
             }
@@ -469,22 +323,13 @@ fn verifier_false_accepts_are_correlated() {
             }
         }
     }
-    assert!(
-        wrong_candidates >= 30,
-        "{wrong_candidates} wrong candidates"
-    );
-    assert!(
-        multi_false_accepts >= 3,
-        "{multi_false_accepts} candidates falsely accepted by two or more verifiers"
-    );
+    assert!(wrong_candidates >= 30, "{wrong_candidates} wrong candidates");
+    assert!(multi_false_accepts >= 3, "{multi_false_accepts} candidates falsely accepted by two or more verifiers");
     let n0 = (n11 + n10 + n01 + n00) as f64;
     let (fa, fb) = ((n11 + n10) as f64 / n0, (n11 + n01) as f64 / n0);
     let excess = n11 as f64 / n0 - fa * fb;
     assert!(fa > 0.05 && fb > 0.05, "false accept rates {fa} {fb}");
-    assert!(
-        excess > 0.02,
-        "excess joint false accept {excess} (n11 {n11} n10 {n10} n01 {n01} n00 {n00})"
-    );
+    assert!(excess > 0.02, "excess joint false accept {excess} (n11 {n11} n10 {n10} n01 {n01} n00 {n00})");
 }
 
 #[test]
@@ -498,10 +343,7 @@ fn shared_artifacts_are_byte_identical_within_a_task() {
             if f.path == "artifacts/task-spec.md" {
                 specs.entry(&e.manifest.task).or_default().insert(f.hash);
             } else if f.path == "artifacts/repo-snapshot.txt" {
-                snapshots
-                    .entry(&e.manifest.task)
-                    .or_default()
-                    .insert(f.hash);
+                snapshots.entry(&e.manifest.task).or_default().insert(f.hash);
             }
         }
     }
@@ -521,24 +363,15 @@ fn shared_artifacts_are_byte_identical_within_a_task() {
 #[test]
 #[ignore]
 fn sample_statistics() {
-    let episodes = std::env::var("SYNTH_EPISODES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let config = Config {
-        episodes,
-        ..Config::default()
-    };
+    let episodes = std::env::var("SYNTH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let config = Config { episodes, ..Config::default() };
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let summary = generate(&config, dir.path(), |_| {}).unwrap();
     let elapsed = started.elapsed();
     let all = read_all(dir.path());
-    let distinct: BTreeMap<[u8; 32], u64> = all
-        .iter()
-        .flat_map(|(r, _)| r.files.iter())
-        .map(|f| (f.hash, f.bytes.len() as u64))
-        .collect();
+    let distinct: BTreeMap<[u8; 32], u64> =
+        all.iter().flat_map(|(r, _)| r.files.iter()).map(|f| (f.hash, f.bytes.len() as u64)).collect();
     let distinct_bytes: u64 = distinct.values().sum();
     let records: usize = all
         .iter()
@@ -579,14 +412,8 @@ fn sample_statistics() {
         distinct_bytes as f64 / summary.bytes as f64
     );
     for level in LEVELS {
-        let at: Vec<_> = all
-            .iter()
-            .map(|(_, e)| e)
-            .filter(|e| e.manifest.harness_level == level)
-            .collect();
-        let share = |f: &dyn Fn(&Episode) -> bool| {
-            at.iter().filter(|e| f(e)).count() as f64 / at.len() as f64
-        };
+        let at: Vec<_> = all.iter().map(|(_, e)| e).filter(|e| e.manifest.harness_level == level).collect();
+        let share = |f: &dyn Fn(&Episode) -> bool| at.iter().filter(|e| f(e)).count() as f64 / at.len() as f64;
         let recs: f64 = at
             .iter()
             .map(|e| {

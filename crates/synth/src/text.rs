@@ -14,12 +14,7 @@ pub fn rfc3339(ms: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
@@ -40,10 +35,9 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 pub const EPOCH_2026_05_01: i64 = 1_777_593_600_000;
 
 const WORDS: &[&str] = &[
-    "value", "input", "item", "entry", "record", "result", "buffer", "key", "name", "limit",
-    "count", "offset", "line", "field", "row", "token", "state", "opts", "ctx", "req", "resp",
-    "data", "items", "parts", "cursor", "header", "body", "user", "expires", "retries", "payload",
-    "source", "target",
+    "value", "input", "item", "entry", "record", "result", "buffer", "key", "name", "limit", "count", "offset", "line",
+    "field", "row", "token", "state", "opts", "ctx", "req", "resp", "data", "items", "parts", "cursor", "header",
+    "body", "user", "expires", "retries", "payload", "source", "target",
 ];
 const VERBS: &[&str] = &[
     "parse",
@@ -101,14 +95,7 @@ const CASES: &[&str] = &[
     "stable_order",
     "timeout_zero",
 ];
-const ERRORS: &[&str] = &[
-    "ValueError",
-    "KeyError",
-    "TypeError",
-    "ParseError",
-    "TimeoutError",
-    "ValidationError",
-];
+const ERRORS: &[&str] = &["ValueError", "KeyError", "TypeError", "ParseError", "TimeoutError", "ValidationError"];
 
 pub fn test_case_name(rng: &mut Prng) -> String {
     rng.pick(CASES).to_string()
@@ -119,9 +106,7 @@ pub fn camel(s: &str) -> String {
         .filter(|p| !p.is_empty())
         .map(|p| {
             let mut c = p.chars();
-            c.next()
-                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                .unwrap_or_default()
+            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
         })
         .collect()
 }
@@ -164,19 +149,13 @@ pub fn code_line(rng: &mut Prng, lang: Lang, out: &mut String) {
             _ => format!("let {a} = await {v}({b}, {{ limit: {n} }});"),
         },
         Lang::Rust => match rng.index(12) {
-            0 => format!(
-                "pub fn {v}_{a}({b}: &str) -> Result<{}, Error> {{",
-                camel(a)
-            ),
+            0 => format!("pub fn {v}_{a}({b}: &str) -> Result<{}, Error> {{", camel(a)),
             1 => format!("if {a}.is_empty() {{"),
             2 => format!("return Ok({b});"),
             3 => format!("let {a} = {b}.get(\"{a}\").copied().unwrap_or({n});"),
             4 => format!("for {a} in {b}.iter() {{"),
             5 => format!("{b}.push({v}({a})?);"),
-            6 => format!(
-                "return Err(Error::{}(format!(\"cannot {v} {a}: {{{b}:?}}\")));",
-                camel(e)
-            ),
+            6 => format!("return Err(Error::{}(format!(\"cannot {v} {a}: {{{b}:?}}\")));", camel(e)),
             7 => "}".to_string(),
             8 => format!("// {v} the {a} before the {b} is used"),
             9 => format!("if {a}.len() > {n} {{"),
@@ -184,11 +163,7 @@ pub fn code_line(rng: &mut Prng, lang: Lang, out: &mut String) {
             _ => format!("let ({a}, {b}) = ({v}(&{a})?, {n});"),
         },
         Lang::Go => match rng.index(12) {
-            0 => format!(
-                "func {}{}({a} string) ({b} int, err error) {{",
-                camel(v),
-                camel(a)
-            ),
+            0 => format!("func {}{}({a} string) ({b} int, err error) {{", camel(v), camel(a)),
             1 => format!("if {a} == \"\" {{"),
             2 => format!("return {b}, nil"),
             3 => format!("{a} := {b}[\"{a}\"]"),
@@ -213,11 +188,7 @@ pub fn code_line(rng: &mut Prng, lang: Lang, out: &mut String) {
 pub fn task_spec(rng: &mut Prng, repo: &Repo, task: &Task) -> String {
     let mut s = String::with_capacity(4096);
     let _ = writeln!(s, "# Task {}\n", task.id);
-    let _ = writeln!(
-        s,
-        "Repository: {} at commit `{}` ({:?}).",
-        repo.url, task.commit, repo.lang
-    );
+    let _ = writeln!(s, "Repository: {} at commit `{}` ({:?}).", repo.url, task.commit, repo.lang);
     let _ = writeln!(s, "Family: {}. Cluster: {}.\n", task.family, task.cluster);
     let _ = writeln!(s, "## Problem\n\n{}.\n", task.summary);
     for _ in 0..rng.int(2, 5) {
@@ -227,26 +198,10 @@ pub fn task_spec(rng: &mut Prng, repo: &Repo, task: &Task) -> String {
              the behaviour is covered only partially by the existing tests in `{}`.\n",
             task.field,
             rng.pick(WORDS),
-            rng.pick(&[
-                "empty",
-                "quoted",
-                "at the end of a range",
-                "shared between requests",
-                "very large"
-            ]),
+            rng.pick(&["empty", "quoted", "at the end of a range", "shared between requests", "very large"]),
             rng.pick(VERBS),
-            rng.pick(&[
-                "silently succeeds",
-                "returns a generic error",
-                "drops the last element",
-                "hangs"
-            ]),
-            rng.pick(&[
-                "failing fast",
-                "returning a specific error",
-                "keeping every element",
-                "returning"
-            ]),
+            rng.pick(&["silently succeeds", "returns a generic error", "drops the last element", "hangs"]),
+            rng.pick(&["failing fast", "returning a specific error", "keeping every element", "returning"]),
             rng.int(10, 4000),
             repo.test_files[task.focus],
         );
@@ -255,11 +210,7 @@ pub fn task_spec(rng: &mut Prng, repo: &Repo, task: &Task) -> String {
     for (id, text) in &task.requirements {
         let _ = writeln!(s, "- **{id}** {text}.");
     }
-    let _ = writeln!(
-        s,
-        "\n## Reproduction\n\n```\n{}\n```\n",
-        probe_command(repo, task)
-    );
+    let _ = writeln!(s, "\n## Reproduction\n\n```\n{}\n```\n", probe_command(repo, task));
     let _ = writeln!(s, "Failing tests on the unmodified repository:\n");
     for t in &task.bug_tests {
         let _ = writeln!(s, "- `{t}`");
@@ -278,15 +229,8 @@ pub fn probe_command(repo: &Repo, task: &Task) -> String {
     match repo.lang {
         Lang::Python => format!("pytest -q {test} -k {}", task.field),
         Lang::JavaScript => format!("npx mocha {test} --grep {}", task.field),
-        Lang::Rust => format!(
-            "cargo test --test {} {}",
-            repo.modules[task.focus], task.field
-        ),
-        Lang::Go => format!(
-            "go test ./{}/... -run {}",
-            repo.modules[task.focus],
-            camel(task.field)
-        ),
+        Lang::Rust => format!("cargo test --test {} {}", repo.modules[task.focus], task.field),
+        Lang::Go => format!("go test ./{}/... -run {}", repo.modules[task.focus], camel(task.field)),
     }
 }
 
@@ -303,21 +247,11 @@ pub fn suite_command(repo: &Repo) -> &'static str {
 /// every episode of the task.
 pub fn snapshot(rng: &mut Prng, repo: &Repo, task: &Task) -> String {
     let mut s = String::with_capacity(64 * 1024);
-    let _ = writeln!(
-        s,
-        "# snapshot of {} at {}\n# files: {}\n",
-        repo.url,
-        task.commit,
-        repo.files.len() * 2
-    );
+    let _ = writeln!(s, "# snapshot of {} at {}\n# files: {}\n", repo.url, task.commit, repo.files.len() * 2);
     for (i, f) in repo.files.iter().enumerate() {
         let _ = writeln!(s, "==> {} ({} lines) <==", f.path, f.lines);
         // Every file in full for the faulty module, the head of the others.
-        let n = if i == task.focus {
-            f.lines
-        } else {
-            f.lines.min(rng.int(20, 60) as u32)
-        };
+        let n = if i == task.focus { f.lines } else { f.lines.min(rng.int(20, 60) as u32) };
         for _ in 0..n {
             code_line(rng, repo.lang, &mut s);
         }
@@ -353,39 +287,17 @@ pub fn test_log(
     let mut failed: Vec<String> = Vec::new();
     match repo.lang {
         Lang::Python => {
-            let _ = writeln!(
-                s,
-                "============================= test session starts =============================="
-            );
-            let _ = writeln!(
-                s,
-                "platform linux -- Python 3.12.3, pytest-8.2.1, pluggy-1.5.0"
-            );
-            let _ = writeln!(
-                s,
-                "rootdir: /workspace/{}\ncollected {} items\n",
-                repo.name,
-                tests.len() * 4
-            );
+            let _ = writeln!(s, "============================= test session starts ==============================");
+            let _ = writeln!(s, "platform linux -- Python 3.12.3, pytest-8.2.1, pluggy-1.5.0");
+            let _ = writeln!(s, "rootdir: /workspace/{}\ncollected {} items\n", repo.name, tests.len() * 4);
         }
         Lang::JavaScript => {
             let _ = writeln!(s, "> {}@1.4.2 test\n> mocha --recursive test\n", repo.name);
         }
         Lang::Rust => {
-            let _ = writeln!(
-                s,
-                "   Compiling {} v0.3.1 (/workspace/{})",
-                repo.name, repo.name
-            );
-            let _ = writeln!(
-                s,
-                "    Finished `test` profile [unoptimized + debuginfo] target(s) in 14.21s"
-            );
-            let _ = writeln!(
-                s,
-                "     Running unittests src/lib.rs\n\nrunning {} tests",
-                tests.len() * 4
-            );
+            let _ = writeln!(s, "   Compiling {} v0.3.1 (/workspace/{})", repo.name, repo.name);
+            let _ = writeln!(s, "    Finished `test` profile [unoptimized + debuginfo] target(s) in 14.21s");
+            let _ = writeln!(s, "     Running unittests src/lib.rs\n\nrunning {} tests", tests.len() * 4);
         }
         Lang::Go => {}
     }
@@ -395,11 +307,7 @@ pub fn test_log(
         let round = i / tests.len();
         let fail = round == 0 && failing.iter().any(|f| f == name);
         let ms = rng.int(0, 40);
-        let param = if round == 0 {
-            String::new()
-        } else {
-            format!("[case-{round}]")
-        };
+        let param = if round == 0 { String::new() } else { format!("[case-{round}]") };
         match repo.lang {
             Lang::Python => {
                 let pct = (i * 100 / (tests.len() * 4).max(1)).min(100);
@@ -416,37 +324,21 @@ pub fn test_log(
                 let _ = writeln!(
                     s,
                     "{mark}{name}{} ({ms}ms)",
-                    if round == 0 {
-                        String::new()
-                    } else {
-                        format!(" #{round}")
-                    }
+                    if round == 0 { String::new() } else { format!(" #{round}") }
                 );
             }
             Lang::Rust => {
                 let _ = writeln!(
                     s,
                     "test {name}{} ... {}",
-                    if round == 0 {
-                        String::new()
-                    } else {
-                        format!("_{round}")
-                    },
+                    if round == 0 { String::new() } else { format!("_{round}") },
                     if fail { "FAILED" } else { "ok" }
                 );
             }
             Lang::Go => {
-                let sub = if round == 0 {
-                    String::new()
-                } else {
-                    format!("/case_{round}")
-                };
+                let sub = if round == 0 { String::new() } else { format!("/case_{round}") };
                 let _ = writeln!(s, "=== RUN   {name}{sub}");
-                let _ = writeln!(
-                    s,
-                    "--- {}: {name}{sub} (0.{ms:02}s)",
-                    if fail { "FAIL" } else { "PASS" }
-                );
+                let _ = writeln!(s, "--- {}: {name}{sub} (0.{ms:02}s)", if fail { "FAIL" } else { "PASS" });
             }
         }
         if fail {
@@ -457,21 +349,14 @@ pub fn test_log(
         i += 1;
         if let Some(limit) = timeout_ms {
             if s.len() >= cases_target / 2 && i >= tests.len() / 2 {
-                let _ = writeln!(
-                    s,
-                    "\n!!! run killed after {} s (timeout): no summary was printed",
-                    limit / 1000
-                );
+                let _ = writeln!(s, "\n!!! run killed after {} s (timeout): no summary was printed", limit / 1000);
                 return s;
             }
         }
     }
     // Failure details and captured logs fill the rest.
     if !failed.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n=================================== FAILURES ==================================="
-        );
+        let _ = writeln!(s, "\n=================================== FAILURES ===================================");
     }
     for f in &failed {
         let _ = writeln!(s, "____ {f} ____\n");
@@ -480,21 +365,10 @@ pub fn test_log(
             code_line(rng, repo.lang, &mut s);
         }
         let (got, want) = failure_values(task.field);
-        let _ = writeln!(
-            s,
-            ">       assert result == expected\nE       AssertionError: expected {want}, got {got}"
-        );
-        let _ = writeln!(
-            s,
-            "{}:{}: AssertionError\n",
-            repo.test_files[task.focus],
-            rng.int(10, 200)
-        );
+        let _ = writeln!(s, ">       assert result == expected\nE       AssertionError: expected {want}, got {got}");
+        let _ = writeln!(s, "{}:{}: AssertionError\n", repo.test_files[task.focus], rng.int(10, 200));
     }
-    let _ = writeln!(
-        s,
-        "----------------------------- Captured log call ------------------------------"
-    );
+    let _ = writeln!(s, "----------------------------- Captured log call ------------------------------");
     let file = &repo.files[task.focus];
     while s.len() < target {
         let level = *rng.pick(&["DEBUG", "DEBUG", "DEBUG", "INFO", "WARNING"]);
@@ -514,15 +388,14 @@ pub fn test_log(
     let secs = rng.uniform(0.4, 90.0);
     match repo.lang {
         Lang::Python => {
-            let _ = writeln!(s, "========================= {} failed, {passed} passed in {secs:.2}s =========================", failed.len());
-        }
-        Lang::JavaScript => {
             let _ = writeln!(
                 s,
-                "\n  {passed} passing ({}s)\n  {} failing",
-                secs as u64,
+                "========================= {} failed, {passed} passed in {secs:.2}s =========================",
                 failed.len()
             );
+        }
+        Lang::JavaScript => {
+            let _ = writeln!(s, "\n  {passed} passing ({}s)\n  {} failing", secs as u64, failed.len());
         }
         Lang::Rust => {
             let _ = writeln!(
@@ -537,9 +410,7 @@ pub fn test_log(
                 s,
                 "{}\t{}/{}\t{secs:.3}s",
                 if failed.is_empty() { "ok " } else { "FAIL" },
-                repo.url
-                    .trim_end_matches(".git")
-                    .trim_start_matches("https://"),
+                repo.url.trim_end_matches(".git").trim_start_matches("https://"),
                 file.module
             );
         }
@@ -548,22 +419,14 @@ pub fn test_log(
 }
 
 fn failure_values(field: &str) -> (String, String) {
-    (
-        format!("'invalid {field}'"),
-        format!("'{field} is required'"),
-    )
+    (format!("'invalid {field}'"), format!("'{field} is required'"))
 }
 
 /// A unified diff touching `paths`, with `hunks` hunks in all.
 pub fn diff(rng: &mut Prng, repo: &Repo, paths: &[String]) -> String {
     let mut s = String::new();
     for path in paths {
-        let lines = repo
-            .files
-            .iter()
-            .find(|f| &f.path == path)
-            .map(|f| f.lines)
-            .unwrap_or(80);
+        let lines = repo.files.iter().find(|f| &f.path == path).map(|f| f.lines).unwrap_or(80);
         let _ = writeln!(
             s,
             "diff --git a/{path} b/{path}\nindex {}..{} 100644\n--- a/{path}\n+++ b/{path}",
@@ -606,12 +469,6 @@ pub fn sentence(rng: &mut Prng) -> String {
         "{} the {} {}",
         camel(verb),
         rng.pick(WORDS),
-        rng.pick(&[
-            "first",
-            "before editing",
-            "again",
-            "to be sure",
-            "in isolation"
-        ])
+        rng.pick(&["first", "before editing", "again", "to be sure", "in isolation"])
     )
 }

@@ -15,14 +15,7 @@ pub const LEVELS: [&str; 4] = ["H0", "H1", "H2", "H3"];
 pub const COMPONENTS: [&[&str]; 4] = [
     &["task_specification"],
     &["task_specification", "tool_access", "observability"],
-    &[
-        "task_specification",
-        "tool_access",
-        "observability",
-        "context_selection",
-        "project_memory",
-        "task_state",
-    ],
+    &["task_specification", "tool_access", "observability", "context_selection", "project_memory", "task_state"],
     &[
         "task_specification",
         "tool_access",
@@ -42,24 +35,13 @@ use epistore_package::RESPONSIBILITIES;
 
 /// Responsibilities a level does not expose: what a missing-harness intervention stands in for.
 pub fn missing_at(level: usize) -> Vec<&'static str> {
-    RESPONSIBILITIES
-        .iter()
-        .copied()
-        .filter(|r| !COMPONENTS[level].contains(r))
-        .collect()
+    RESPONSIBILITIES.iter().copied().filter(|r| !COMPONENTS[level].contains(r)).collect()
 }
 
 const MODELS: &[(&str, &str, &str, f64, f64, f64)] = &[
     // name, version, provider, skill, usd per 1M tokens in, out
     ("qwen2.5-coder-14b", "2026-05", "local", 0.45, 0.0, 0.0),
-    (
-        "llama-3.3-70b-instruct",
-        "2026-03",
-        "openrouter",
-        0.55,
-        0.23,
-        0.40,
-    ),
+    ("llama-3.3-70b-instruct", "2026-03", "openrouter", 0.55, 0.23, 0.40),
     ("deepseek-coder-v2-lite", "2026-04", "local", 0.35, 0.0, 0.0),
     ("gpt-oss-20b", "2026-02", "openrouter", 0.60, 0.05, 0.20),
     ("codestral-22b", "2026-01", "mistral", 0.50, 0.20, 0.60),
@@ -161,58 +143,26 @@ const REPO_NAMES: &[&str] = &[
 ];
 
 const MODULES: &[&str] = &[
-    "validate", "parser", "config", "auth", "session", "cache", "router", "format", "reader",
-    "errors", "retry", "schedule", "store", "query", "limits", "encode", "decode", "client", "cli",
-    "util", "render", "index", "money", "tokens", "paths", "locale",
+    "validate", "parser", "config", "auth", "session", "cache", "router", "format", "reader", "errors", "retry",
+    "schedule", "store", "query", "limits", "encode", "decode", "client", "cli", "util", "render", "index", "money",
+    "tokens", "paths", "locale",
 ];
 
 pub const FIELDS: &[&str] = &[
-    "password", "username", "email", "timeout", "header", "path", "date", "amount", "token",
-    "port", "tag", "slug", "limit", "offset", "locale", "filename", "query", "cursor",
+    "password", "username", "email", "timeout", "header", "path", "date", "amount", "token", "port", "tag", "slug",
+    "limit", "offset", "locale", "filename", "query", "cursor",
 ];
 
 /// (family, slug template, R1 template); `{f}` is the field.
 const FAMILIES: &[(&str, &str, &str)] = &[
-    (
-        "validation",
-        "reject-empty-{f}",
-        "Reject an empty {f} with a clear error message",
-    ),
-    (
-        "parsing",
-        "quoted-{f}",
-        "Parse quoted {f} values that contain the delimiter",
-    ),
-    (
-        "off-by-one",
-        "{f}-range-end",
-        "Include the last element of a {f} range",
-    ),
-    (
-        "error-handling",
-        "propagate-{f}-errors",
-        "Propagate {f} errors to the caller instead of swallowing them",
-    ),
-    (
-        "concurrency",
-        "racy-{f}-update",
-        "Make concurrent {f} updates safe",
-    ),
-    (
-        "performance",
-        "quadratic-{f}-scan",
-        "Bring {f} lookup back to linear time",
-    ),
-    (
-        "api-migration",
-        "migrate-{f}-api",
-        "Move {f} callers to the new API without behaviour changes",
-    ),
-    (
-        "security",
-        "escape-{f}-output",
-        "Escape {f} before writing it into HTML output",
-    ),
+    ("validation", "reject-empty-{f}", "Reject an empty {f} with a clear error message"),
+    ("parsing", "quoted-{f}", "Parse quoted {f} values that contain the delimiter"),
+    ("off-by-one", "{f}-range-end", "Include the last element of a {f} range"),
+    ("error-handling", "propagate-{f}-errors", "Propagate {f} errors to the caller instead of swallowing them"),
+    ("concurrency", "racy-{f}-update", "Make concurrent {f} updates safe"),
+    ("performance", "quadratic-{f}-scan", "Bring {f} lookup back to linear time"),
+    ("api-migration", "migrate-{f}-api", "Move {f} callers to the new API without behaviour changes"),
+    ("security", "escape-{f}-output", "Escape {f} before writing it into HTML output"),
 ];
 
 impl World {
@@ -222,20 +172,9 @@ impl World {
             .map(|i| {
                 let (name, version, provider, skill, usd_in, usd_out) = MODELS[i % MODELS.len()];
                 let round = i / MODELS.len();
-                let name = if round == 0 {
-                    name.to_string()
-                } else {
-                    format!("{name}-r{}", round + 1)
-                };
+                let name = if round == 0 { name.to_string() } else { format!("{name}-r{}", round + 1) };
                 let skill = (skill + rng.uniform(-0.05, 0.05)).clamp(0.05, 0.95);
-                Model {
-                    name,
-                    version,
-                    provider,
-                    skill,
-                    usd_in,
-                    usd_out,
-                }
+                Model { name, version, provider, skill, usd_in, usd_out }
             })
             .collect();
 
@@ -262,44 +201,22 @@ impl World {
         let seed = config.seed;
         let tasks: Vec<Task> = skeletons
             .into_par_iter()
-            .map(|(t, c, id, family, field, r1)| {
-                make_task(seed, t, c, &repos[c], id, family, field, r1)
-            })
+            .map(|(t, c, id, family, field, r1)| make_task(seed, t, c, &repos[c], id, family, field, r1))
             .collect();
 
         let cs = config.cluster_size;
         let mut task_order: Vec<usize> = (0..config.tasks).collect();
         task_order.sort_by_key(|t| (t % cs, t / cs));
-        World {
-            models,
-            repos,
-            tasks,
-            task_order,
-        }
+        World { models, repos, tasks, task_order }
     }
 }
 
 fn make_repo(rng: &mut Prng, c: usize) -> Repo {
     let base = REPO_NAMES[c % REPO_NAMES.len()];
-    let name = if c < REPO_NAMES.len() {
-        base.to_string()
-    } else {
-        format!("{base}-{}", c / REPO_NAMES.len() + 1)
-    };
-    let lang = *rng.pick(&[
-        Lang::Python,
-        Lang::JavaScript,
-        Lang::Rust,
-        Lang::Go,
-        Lang::Python,
-        Lang::JavaScript,
-    ]);
+    let name = if c < REPO_NAMES.len() { base.to_string() } else { format!("{base}-{}", c / REPO_NAMES.len() + 1) };
+    let lang = *rng.pick(&[Lang::Python, Lang::JavaScript, Lang::Rust, Lang::Go, Lang::Python, Lang::JavaScript]);
     let n = rng.int(7, 13) as usize;
-    let modules: Vec<String> = rng
-        .sample(MODULES.len(), n)
-        .into_iter()
-        .map(|i| MODULES[i].to_string())
-        .collect();
+    let modules: Vec<String> = rng.sample(MODULES.len(), n).into_iter().map(|i| MODULES[i].to_string()).collect();
     let pkg = name.replace('-', "_");
     let files = modules
         .iter()
@@ -310,11 +227,7 @@ fn make_repo(rng: &mut Prng, c: usize) -> Repo {
                 Lang::Rust => format!("src/{m}.rs"),
                 Lang::Go => format!("{m}/{m}.go"),
             };
-            SrcFile {
-                path,
-                module: m.clone(),
-                lines: rng.int(60, 420) as u32,
-            }
+            SrcFile { path, module: m.clone(), lines: rng.int(60, 420) as u32 }
         })
         .collect();
     let test_files: Vec<String> = modules
@@ -341,15 +254,7 @@ fn make_repo(rng: &mut Prng, c: usize) -> Repo {
             }
         }
     }
-    Repo {
-        url: format!("https://git.example.org/synth/{name}.git"),
-        name,
-        lang,
-        modules,
-        files,
-        test_files,
-        tests,
-    }
+    Repo { url: format!("https://git.example.org/synth/{name}.git"), name, lang, modules, files, test_files, tests }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -380,25 +285,13 @@ fn make_task(
     }
     let fault_locations = match rng.f() {
         x if x < 0.78 => Some(
-            regions
-                .iter()
-                .map(|(p, s, e)| {
-                    if s == e {
-                        format!("{p}:{s}")
-                    } else {
-                        format!("{p}:{s}-{e}")
-                    }
-                })
-                .collect(),
+            regions.iter().map(|(p, s, e)| if s == e { format!("{p}:{s}") } else { format!("{p}:{s}-{e}") }).collect(),
         ),
         x if x < 0.85 => Some(vec![]),
         _ => None,
     };
     let mut requirements = vec![("R1".to_string(), r1)];
-    requirements.push((
-        "R2".into(),
-        format!("Keep existing {} behaviour for valid input", file.module),
-    ));
+    requirements.push(("R2".into(), format!("Keep existing {} behaviour for valid input", file.module)));
     if rng.chance(0.55) {
         let r3 = match rng.index(3) {
             0 => format!("Add a regression test for the {field} case"),
@@ -408,22 +301,11 @@ fn make_task(
         requirements.push(("R3".into(), r3));
     }
     // Test names spell the module in the framework's case (`TestConfig...`, `config::...`).
-    let module_tests: Vec<&String> = repo
-        .tests
-        .iter()
-        .filter(|n| n.to_ascii_lowercase().contains(file.module.as_str()))
-        .collect();
-    let pool: Vec<&String> = if module_tests.is_empty() {
-        repo.tests.iter().collect()
-    } else {
-        module_tests
-    };
+    let module_tests: Vec<&String> =
+        repo.tests.iter().filter(|n| n.to_ascii_lowercase().contains(file.module.as_str())).collect();
+    let pool: Vec<&String> = if module_tests.is_empty() { repo.tests.iter().collect() } else { module_tests };
     let k = rng.int(1, 3) as usize;
-    let bug_tests: Vec<String> = rng
-        .sample(pool.len(), k)
-        .into_iter()
-        .map(|i| pool[i].clone())
-        .collect();
+    let bug_tests: Vec<String> = rng.sample(pool.len(), k).into_iter().map(|i| pool[i].clone()).collect();
     let summary = format!(
         "{} in `{}`: {}",
         match family {

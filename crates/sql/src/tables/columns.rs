@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, ListBuilder, StringArray, StringBuilder,
-    TimestampMicrosecondArray, Int64Builder,
+    ArrayRef, BooleanArray, Float64Array, Int64Array, Int64Builder, ListBuilder, StringArray, StringBuilder,
+    TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
