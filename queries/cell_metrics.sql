@@ -7,7 +7,7 @@
 SELECT
     model, harness_level, task, -- @keys
     sum(episodes) AS episodes,
-    CAST(sum(avs) AS DOUBLE) / nullif(sum(episodes), 0) AS avs_rate,
+    CAST(sum(avs) AS DOUBLE) / nullif(sum(adjudicated), 0) AS avs_rate,
     CAST(sum(missing_harness_interventions) AS DOUBLE) / nullif(sum(with_interventions_trace), 0) AS m_hir,
     CAST(sum(missing_harness_incident) AS DOUBLE) / nullif(sum(with_interventions_trace), 0) AS m_hir_incidence,
     CAST(sum(requirements_verified) AS DOUBLE) / nullif(sum(requirements_total), 0) AS verification_autonomy,

@@ -92,9 +92,12 @@ context_facts AS (
 )
 SELECT
     e.model, e.harness_level, e.task, e.cluster, e.episode_id, e.episode, e.seed, e.attempt,
-    e.label, e.posture, e.agent_reported_complete, e.admission, e.correct,
+    e.label, e.posture, e.agent_reported_complete, e.admission, e.correct, e.source_format,
     -- A. harness ladder
     1 AS episodes,
+    -- Label metrics count adjudicated episodes only (metrics-v1 I): label NULL is an
+    -- episode nobody judged (an import without an evaluator).
+    CASE WHEN e.label IS NOT NULL THEN 1 ELSE 0 END AS adjudicated,
     CASE WHEN e.label = 'autonomous_verified_success' THEN 1 ELSE 0 END AS avs,
     CASE WHEN e.has_interventions THEN coalesce(i.missing_harness_interventions, 0) ELSE 0 END AS missing_harness_interventions,
     CASE WHEN e.has_interventions AND coalesce(i.missing_harness_interventions, 0) > 0 THEN 1 ELSE 0 END AS missing_harness_incident,

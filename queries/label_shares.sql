@@ -1,16 +1,17 @@
 -- label_shares: one row per cell and label, all five labels (a label no episode has
--- gets 0 episodes and share 0). share = episodes with the label / episodes in the cell.
+-- gets 0 episodes and share 0). share = episodes with the label / adjudicated episodes
+-- in the cell (label not NULL, metrics-v1 I): a cell nobody judged has share NULL.
 WITH labels(label, position) AS (
     VALUES ('autonomous_verified_success', 1), ('assisted_verified_success', 2),
            ('unverified_success', 3), ('failed', 4), ('unsafe_invalid', 5)
 ),
 cells AS (
-    SELECT model, harness_level, task, count(*) AS total
+    SELECT model, harness_level, task, count(label) AS total
     FROM episodes GROUP BY model, harness_level, task
 ),
 counts AS (
     SELECT model, harness_level, task, label, count(*) AS n
-    FROM episodes GROUP BY model, harness_level, task, label
+    FROM episodes WHERE label IS NOT NULL GROUP BY model, harness_level, task, label
 )
 SELECT c.model, c.harness_level, c.task, l.label,
        coalesce(k.n, 0) AS episodes,

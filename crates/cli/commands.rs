@@ -42,7 +42,7 @@ fn sql_format(f: OutputFormat) -> Format {
 }
 
 /// Prints rows of scalars in the chosen format (for commands that are not SQL).
-fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFormat) {
+pub(crate) fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFormat) {
     let text = |v: &Value| match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
@@ -57,7 +57,9 @@ fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFormat) {
                 // cut to 4 decimals for the eye (csv and json keep every digit).
                 let cell = |v: &Value| match v {
                     Value::Null => "NULL".to_string(),
-                    Value::Number(n) if n.is_f64() => format!("{:.4}", n.as_f64().unwrap_or_default()),
+                    Value::Number(n) if n.is_f64() => {
+                        format!("{:.4}", n.as_f64().unwrap_or_default())
+                    }
                     other => text(other),
                 };
                 table.add_row(row.iter().map(cell).collect::<Vec<_>>());
@@ -96,20 +98,28 @@ fn open_read(store: &Path) -> Result<Store> {
 }
 
 /// A progress bar on standard error, hidden when quiet or not on a terminal.
-fn progress_bar(quiet: bool, length: u64, unit: &str) -> ProgressBar {
+pub(crate) fn progress_bar(quiet: bool, length: u64, unit: &str) -> ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(length);
     bar.set_style(
-        ProgressStyle::with_template(&format!("{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit}  {{msg}}"))
-            .expect("template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit}  {{msg}}"
+        ))
+        .expect("template")
+        .progress_chars("=> "),
     );
     bar
 }
 
-pub fn ingest(store_dir: &Path, paths: &[PathBuf], format: OutputFormat, quiet: bool, chunk: usize) -> Result<ExitCode> {
+pub fn ingest(
+    store_dir: &Path,
+    paths: &[PathBuf],
+    format: OutputFormat,
+    quiet: bool,
+    chunk: usize,
+) -> Result<ExitCode> {
     let sources = discover(paths)?;
     let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let options = IngestOptions { label, chunk_sources: chunk, ..IngestOptions::default() };
@@ -392,6 +402,7 @@ pub fn show(store_dir: &Path, episode: &str, format: OutputFormat) -> Result<Exi
         "stop_reason": r.outcome.stop_reason,
         "ingest_seq": r.ingest_seq,
         "source": r.source,
+        "provenance": r.manifest.provenance(),
         "traces": counts,
         "files": r.files.iter().map(|f| json!({"path": f.path, "bytes": f.size, "blake3": hex(&f.hash)})).collect::<Vec<_>>(),
     });
@@ -401,10 +412,13 @@ pub fn show(store_dir: &Path, episode: &str, format: OutputFormat) -> Result<Exi
             let Value::Object(map) = &value else { unreachable!() };
             let rows: Vec<Vec<Value>> = map
                 .iter()
-                .filter(|(k, _)| *k != "files" && *k != "traces")
+                .filter(|(k, _)| !matches!(k.as_str(), "files" | "traces" | "provenance"))
                 .map(|(k, v)| vec![json!(k), v.clone()])
                 .collect();
             print_rows(&["field", "value"], &rows, format);
+            if let Some(provenance) = r.manifest.provenance() {
+                print_rows(&["provenance", "value"], &provenance_rows(&provenance), format);
+            }
             let traces: Vec<Vec<Value>> = epistore_package::TRACE_FILES
                 .iter()
                 .zip(r.trace_counts)
@@ -419,12 +433,46 @@ pub fn show(store_dir: &Path, episode: &str, format: OutputFormat) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
+/// The provenance of an imported episode (importers-v1 section 0), one row per field:
+/// the source format and version, each source file (name, part, blake3), the opaque
+/// calls and every note, so a reader sees what the import could not tell.
+fn provenance_rows(provenance: &serde_json::Map<String, Value>) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    for key in ["source_format", "source_version", "importer", "opaque_calls", "supersedes"] {
+        if let Some(v) = provenance.get(key) {
+            rows.push(vec![json!(key), v.clone()]);
+        }
+    }
+    for f in provenance.get("source_files").and_then(Value::as_array).into_iter().flatten() {
+        let part = f
+            .get("part")
+            .map(|p| format!(" (part {})", p.as_str().map_or(p.to_string(), str::to_string)))
+            .unwrap_or_default();
+        let text = format!(
+            "{}{part} blake3 {}",
+            f.get("name").and_then(Value::as_str).unwrap_or("?"),
+            f.get("blake3").and_then(Value::as_str).unwrap_or("?")
+        );
+        rows.push(vec![json!("source_file"), json!(text)]);
+    }
+    for note in provenance.get("notes").and_then(Value::as_array).into_iter().flatten() {
+        rows.push(vec![json!("note"), note.clone()]);
+    }
+    rows
+}
+
 pub fn export_package(store_dir: &Path, episode: &str, dir: &Path) -> Result<ExitCode> {
     let store = open_read(store_dir)?;
     let snapshot = store.snapshot()?;
     let id = snapshot.resolve(episode)?;
     let record = snapshot.export_package(&id, dir)?;
-    println!("wrote {} files ({} bytes) of episode {} to {}", record.files.len(), record.package_bytes(), hex(&id), dir.display());
+    println!(
+        "wrote {} files ({} bytes) of episode {} to {}",
+        record.files.len(),
+        record.package_bytes(),
+        hex(&id),
+        dir.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -476,7 +524,12 @@ pub fn synth(config: &epistore_synth::Config, out: &Path, quiet: bool) -> Result
 
 /// `synth --ingest`: the population goes straight into the store, each package built
 /// in memory on the ingest threads, as if read from the files `synth --out` writes.
-pub fn synth_ingest(config: &epistore_synth::Config, store_dir: &Path, format: OutputFormat, quiet: bool) -> Result<ExitCode> {
+pub fn synth_ingest(
+    config: &epistore_synth::Config,
+    store_dir: &Path,
+    format: OutputFormat,
+    quiet: bool,
+) -> Result<ExitCode> {
     let generator = epistore_synth::Generator::new(config)?;
     let label = format!(
         "synth --episodes {} --first {} --seed {} --models {} --tasks {} --output-scale {}",
@@ -591,7 +644,8 @@ pub fn metric_intervals(
         headers.push(format!("key{}", i + 1));
     }
     headers.extend(
-        ["metric", "value", "lo", "hi", "n", "clusters", "replicates_used", "replicates_dropped", "seed"].map(String::from),
+        ["metric", "value", "lo", "hi", "n", "clusters", "replicates_used", "replicates_dropped", "seed"]
+            .map(String::from),
     );
     let rows: Vec<Vec<Value>> = intervals
         .iter()

@@ -1,7 +1,7 @@
 //! `epistore`: the command line over an epistore store.
 
 mod commands;
-
+mod import;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +10,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
 Examples:
+  epistore import ~/.claude/projects                 # the logs agents write: Inspect, Claude Code,
+                                                     # Codex, SWE-agent, mini-SWE-agent, OpenHands, aider
+  epistore metrics --by source_format               # metrics of what was imported
   epistore ingest datasets/login-validation          # add packages (folders, archives)
   epistore ls                                        # episodes by cell (model, harness level, task)
   epistore sql \"SELECT harness_level, posture, has_verification FROM episodes ORDER BY 1\"
@@ -41,6 +44,13 @@ struct Cli {
     command: Command,
 }
 
+fn parse_source_format(name: &str) -> Result<epistore_import::Format, String> {
+    epistore_import::Format::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = epistore_import::Format::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown log format `{name}`; one of {}", names.join(", "))
+    })
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Table,
@@ -68,6 +78,55 @@ enum Command {
         /// Sources prepared and committed per write transaction.
         #[arg(long, default_value_t = 512, hide_short_help = true)]
         chunk: usize,
+    },
+    /// Import the logs agent tools write: Inspect AI (.eval, .json), Claude Code
+    /// (~/.claude/projects, stream-json), Codex (rollouts, exec --json), SWE-agent
+    /// (.traj, all_preds.jsonl), mini-SWE-agent (.traj.json), OpenHands (trajectories,
+    /// output.jsonl), aider (.aider.chat.history.md) and SWE-bench reports.
+    ///
+    /// Each file's format is detected from its content; folders are walked. Every run
+    /// becomes an episode package (format episode-package/1.1, source files kept under
+    /// artifacts/source/) committed through the normal ingest, or written to --out.
+    /// Importing the same files again adds nothing. Exits 1 when a log was refused,
+    /// naming its file and line; the other logs still go in.
+    Import {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Read every file as this log format instead of detecting it (inspect,
+        /// claude-code, codex, swe-agent, mini-swe-agent, openhands, aider, swe-bench).
+        #[arg(long = "format", value_name = "FORMAT", value_parser = parse_source_format)]
+        source_format: Option<epistore_import::Format>,
+        /// The model, for logs that name none (or to override what they name).
+        #[arg(long)]
+        model: Option<String>,
+        /// The harness level (default: the tool's name).
+        #[arg(long)]
+        harness_level: Option<String>,
+        /// The task id (default: what the log names, else each run its own task).
+        #[arg(long)]
+        task: Option<String>,
+        /// The task cluster (default: the repository when known).
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Inspect: the scorer whose value is the verdict (default: each sample's first).
+        #[arg(long)]
+        scorer: Option<String>,
+        /// aider: a `git log -p` file that fills the edited paths.
+        #[arg(long)]
+        git_log: Option<PathBuf>,
+        /// Write package directories here instead of ingesting them.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Import runs whose source files are already in the store again, as new episodes.
+        #[arg(long)]
+        reimport: bool,
+        /// Summary format (`--format` names the log format here, as the importer
+        /// contract spells it).
+        #[arg(long = "summary-format", value_enum, default_value = "table")]
+        format: OutputFormat,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Run read-only SQL (DataFusion dialect) over the store's tables and metric views.
     ///
@@ -215,10 +274,7 @@ enum Command {
         format: OutputFormat,
     },
     /// Write an episode's package into DIR, byte-identical to what was ingested.
-    ExportPackage {
-        episode: String,
-        dir: PathBuf,
-    },
+    ExportPackage { episode: String, dir: PathBuf },
     /// Write a deterministic synthetic population of valid episode packages.
     ///
     /// Models x harness levels H0..H3 x tasks in clusters x seeds x attempts, with the
@@ -342,6 +398,31 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
+        Command::Import {
+            paths,
+            source_format,
+            model,
+            harness_level,
+            task,
+            cluster,
+            scorer,
+            git_log,
+            out,
+            reimport,
+            format,
+            quiet,
+        } => {
+            let options = epistore_import::Options {
+                format: source_format,
+                model,
+                harness_level,
+                task,
+                cluster,
+                scorer,
+                git_log,
+            };
+            import::import(&cli.store, import::ImportArgs { paths, options, out, reimport, format, quiet })
+        }
         Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
         Command::Metrics { by, filter, all, show_sql, ci, bootstrap, format } => {
             if ci {
@@ -371,7 +452,8 @@ fn main() -> ExitCode {
         Command::Compact => commands::compact(&cli.store),
         Command::Migrate { format, quiet } => commands::migrate(&cli.store, format, quiet),
         Command::Synth { episodes, first, out, ingest: _, format, seed, models, tasks, output_scale, quiet } => {
-            let config = epistore_synth::Config { episodes, first, seed, models, tasks, output_scale, ..Default::default() };
+            let config =
+                epistore_synth::Config { episodes, first, seed, models, tasks, output_scale, ..Default::default() };
             match out {
                 Some(out) => commands::synth(&config, &out, quiet),
                 None => commands::synth_ingest(&config, &cli.store, format, quiet),

@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod dataset;
 mod export;
+mod import;
 mod ingest;
 mod leaderboard;
 mod migrate;

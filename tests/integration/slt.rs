@@ -5,6 +5,10 @@
 //! its files; a file given as a JSON object is written as JSON, an array as JSON Lines
 //! (one element per line, an empty array as an empty file), a string verbatim.
 //!
+//! `NAME.imports` (when present) lists agent logs instead, one path per line relative to
+//! the repository root (`#` starts a comment): they are imported as `epistore import`
+//! does, so SQL is tested over imported episodes too.
+//!
 //! Run with `EPISTORE_SLT_COMPLETE=1` to rewrite the expected results in place
 //! (`--complete` mode): `EPISTORE_SLT_COMPLETE=1 cargo test --test integration slt`.
 //! Then review the diff: every expected number should be one worked out by hand.
@@ -38,8 +42,14 @@ impl std::error::Error for SltError {}
 
 fn column_type(t: &DataType) -> DefaultColumnType {
     match t {
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::UInt8 | DataType::UInt16
-        | DataType::UInt32 | DataType::UInt64 => DefaultColumnType::Integer,
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64 => DefaultColumnType::Integer,
         DataType::Float16 | DataType::Float32 | DataType::Float64 | DataType::Decimal128(_, _) => {
             DefaultColumnType::FloatingPoint
         }
@@ -122,6 +132,29 @@ pub fn store_from_fixture(fixture: Option<&Path>, dir: &Path) -> Store {
     store
 }
 
+/// Imports the logs listed in `list` into `store`; every one must import.
+pub fn import_into(store: &Store, list: &Path) {
+    let text = std::fs::read_to_string(list).unwrap();
+    let paths: Vec<PathBuf> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| repo_root().join(l))
+        .collect();
+    let options = epistore_import::Options::default();
+    let plan = epistore_import::plan(&paths, &options);
+    assert!(plan.refused.is_empty(), "{}: refused {:?}", list.display(), plan.refused);
+    let ctx = epistore_import::Context { options: &options, reports: &plan.reports, prior: None };
+    let read = |unit: &epistore_import::Unit| -> Vec<epistore_store::PackageRead> {
+        epistore_import::read_unit(unit, &ctx)
+            .into_iter()
+            .map(|run| Ok(run.unwrap_or_else(|e| panic!("{}: refused {e}", list.display())).package.raw))
+            .collect()
+    };
+    let report = store.ingest_from(&plan.units, read, &IngestOptions::default(), |_| {}, |_, _| Ok(())).unwrap();
+    assert_eq!(report.rejected(), 0, "{:?}", report.packages);
+}
+
 fn slt_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("tests/slt"))
         .unwrap()
@@ -143,6 +176,10 @@ fn sqllogictest_files() {
         let work = tempfile::tempdir().unwrap();
         let fixture = file.with_extension("packages.json");
         let store = store_from_fixture(fixture.exists().then_some(fixture.as_path()), work.path());
+        let imports = file.with_extension("imports");
+        if imports.exists() {
+            import_into(&store, &imports);
+        }
         let engine = runtime.block_on(Engine::open(&store)).unwrap();
         let mut db = Some(SltDb { engine });
         let mut runner = sqllogictest::Runner::new(move || {

@@ -8,6 +8,7 @@
 //! The contract is `docs/format.md` (the project's own words for
 //! `episode-package-v1.md`).
 
+mod builder;
 mod derive;
 mod error;
 mod fields;
@@ -16,15 +17,22 @@ mod model;
 mod parse;
 mod source;
 
+pub use builder::{sorted, BuiltPackage, JsonStyle, Layout, PackageBuilder};
 pub use derive::{derive_state, Posture};
 pub use error::{Error, Problem, Result};
 pub use location::Location;
 pub use model::*;
 pub use parse::parse_package;
+pub use parse::{MANIFEST_FILE, OUTCOME_FILE};
 pub use source::{discover, read_source, Limits, PackageFile, RawPackage, Source};
 
-/// The only package format version this build understands.
+/// Package format revision 1.
 pub const FORMAT_V1: &str = "episode-package/1";
+/// Revision 1.1 (importers-v1 section 0): revision 1 plus a verification `result` of
+/// `unknown`, a `null` outcome `label` and a manifest `provenance` object.
+pub const FORMAT_V1_1: &str = "episode-package/1.1";
+/// Every package format this build reads.
+pub const FORMATS: &[&str] = &[FORMAT_V1, FORMAT_V1_1];
 
 /// A 32-byte blake3 hash.
 pub type Hash = [u8; 32];

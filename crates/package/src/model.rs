@@ -21,27 +21,10 @@ pub const RESPONSIBILITIES: &[&str] = &[
 pub const GRADES: &[&str] = &["observed", "derived", "inferred"];
 pub const ACTION_KINDS: &[&str] =
     &["read", "search", "edit", "create", "delete", "run", "plan", "message", "complete", "other"];
-pub const FAILURE_TYPES: &[&str] = &[
-    "none",
-    "nonzero_exit",
-    "timeout",
-    "crash",
-    "parse_error",
-    "permission_denied",
-    "not_found",
-    "other",
-];
-pub const CONTEXT_KINDS: &[&str] = &[
-    "architecture",
-    "testing",
-    "task_state",
-    "memory",
-    "known_failures",
-    "code",
-    "doc",
-    "issue",
-    "other",
-];
+pub const FAILURE_TYPES: &[&str] =
+    &["none", "nonzero_exit", "timeout", "crash", "parse_error", "permission_denied", "not_found", "other"];
+pub const CONTEXT_KINDS: &[&str] =
+    &["architecture", "testing", "task_state", "memory", "known_failures", "code", "doc", "issue", "other"];
 pub const CHECK_ACTORS: &[&str] = &["agent", "human", "evaluator", "verifier"];
 pub const CHECK_METHODS: &[&str] = &[
     "reproduction",
@@ -55,44 +38,27 @@ pub const CHECK_METHODS: &[&str] = &[
     "oracle",
     "judge",
 ];
-pub const CHECK_RESULTS: &[&str] = &["pass", "fail", "timeout", "error", "skipped"];
+/// `unknown` only in revision 1.1: the check ran, its result was not observed.
+pub const CHECK_RESULTS: &[&str] = &["pass", "fail", "timeout", "error", "skipped", "unknown"];
+/// The results revision 1 allows.
+pub const CHECK_RESULTS_V1: &[&str] = &["pass", "fail", "timeout", "error", "skipped"];
 pub const VERDICTS: &[&str] = &["accept", "reject"];
 pub const ATTRIBUTION_CATEGORIES: &[&str] =
     &["context", "tool", "feedback", "verification", "recovery", "entropy", "model", "unknown"];
 pub const INTERVENTION_ACTORS: &[&str] = &["human", "evaluator", "other"];
-pub const INTERVENTION_KINDS: &[&str] = &[
-    "hint",
-    "correction",
-    "context_provision",
-    "permission_grant",
-    "approval",
-    "rollback",
-    "abort",
-    "other",
-];
+pub const INTERVENTION_KINDS: &[&str] =
+    &["hint", "correction", "context_provision", "permission_grant", "approval", "rollback", "abort", "other"];
 pub const BURDENS: &[&str] = &["low", "medium", "high"];
 pub const ENTROPY_CATEGORIES: &[&str] =
     &["code", "documentation", "dependency", "test", "file_residue", "architecture", "workflow"];
 pub const ENTROPY_PHASES: &[&str] = &["pre", "post"];
-pub const LABELS: &[&str] = &[
-    "autonomous_verified_success",
-    "assisted_verified_success",
-    "unverified_success",
-    "failed",
-    "unsafe_invalid",
-];
+pub const LABELS: &[&str] =
+    &["autonomous_verified_success", "assisted_verified_success", "unverified_success", "failed", "unsafe_invalid"];
 pub const START_STATES: &[&str] = &["correct", "wrong"];
 pub const ADMISSIONS: &[&str] = &["accepted", "rejected", "pending"];
 pub const REQUIREMENT_STATUSES: &[&str] = &["verified", "unverified", "failed"];
-pub const STOP_REASONS: &[&str] = &[
-    "completed",
-    "budget_exhausted",
-    "escalated",
-    "invalid_action",
-    "timeout",
-    "infra_error",
-    "other",
-];
+pub const STOP_REASONS: &[&str] =
+    &["completed", "budget_exhausted", "escalated", "invalid_action", "timeout", "infra_error", "other"];
 pub const POSTURES: &[&str] = &["current", "stale", "failure", "gap", "unknown"];
 
 /// The seven trace files, in the order the store reports them.
@@ -166,6 +132,31 @@ pub struct Manifest {
     pub extra: Option<String>,
 }
 
+impl Manifest {
+    /// The `provenance` object of a revision 1.1 package (kept among the unknown
+    /// fields, as the revision says), `None` for a revision 1 package or without one.
+    pub fn provenance(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        if self.format != crate::FORMAT_V1_1 {
+            return None;
+        }
+        let extra: serde_json::Value = serde_json::from_str(self.extra.as_deref()?).ok()?;
+        match extra.get("provenance")? {
+            serde_json::Value::Object(map) => Some(map.clone()),
+            _ => None,
+        }
+    }
+
+    /// `provenance.source_format`: which importer format the package came from.
+    pub fn source_format(&self) -> Option<String> {
+        self.provenance()?.get("source_format")?.as_str().map(str::to_string)
+    }
+
+    /// `provenance.supersedes`: the episode id of the earlier import this one grew from.
+    pub fn supersedes(&self) -> Option<String> {
+        self.provenance()?.get("supersedes")?.as_str().map(str::to_string)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequirementStatus {
     pub id: String,
@@ -174,7 +165,11 @@ pub struct RequirementStatus {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
-    pub label: String,
+    /// `None`: not adjudicated (revision 1.1 `"label": null`). Stored as the empty
+    /// string, which no label spells, so store records keep the layout they had when
+    /// a label was always present.
+    #[serde(with = "label_codec")]
+    pub label: Option<String>,
     pub agent_reported_complete: Option<bool>,
     pub stop_reason: String,
     pub correct: Option<bool>,
@@ -195,6 +190,19 @@ pub struct Outcome {
     /// The recorder's own posture claim, kept beside the derived one.
     pub recorded_posture: Option<String>,
     pub extra: Option<String>,
+}
+
+mod label_codec {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(label: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+        label.as_deref().unwrap_or("").serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok((!text.is_empty()).then_some(text))
+    }
 }
 
 /// Fields every trace record has, plus what the store derives for it.

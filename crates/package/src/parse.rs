@@ -9,10 +9,12 @@ use crate::error::Problem;
 use crate::fields::{extra_text, nest_unknown, nest_unknown_items, FieldResult, Obj, Place};
 use crate::model::*;
 use crate::source::RawPackage;
-use crate::FORMAT_V1;
+use crate::{FORMATS, FORMAT_V1, FORMAT_V1_1};
 
-const MANIFEST: &str = "manifest.json";
-const OUTCOME: &str = "outcome.json";
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const OUTCOME_FILE: &str = "outcome.json";
+const MANIFEST: &str = MANIFEST_FILE;
+const OUTCOME: &str = OUTCOME_FILE;
 /// Report files that, when written as `.json`, must be JSON.
 const JSON_REPORTS: &[&str] = &["reports/verification.json", "reports/final.json"];
 
@@ -28,7 +30,7 @@ pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
     let manifest_value = parse_json(name, MANIFEST, manifest_bytes)?;
     let manifest = parse_manifest(&Obj::new(&manifest_value, place(name, MANIFEST, None), "")?)?;
     let outcome_value = parse_json(name, OUTCOME, outcome_bytes)?;
-    let outcome = parse_outcome(&Obj::new(&outcome_value, place(name, OUTCOME, None), "")?)?;
+    let outcome = parse_outcome(&Obj::new(&outcome_value, place(name, OUTCOME, None), "")?, &manifest.format)?;
     for report in JSON_REPORTS {
         if let Some(bytes) = raw.file(report) {
             parse_json(name, report, bytes)?;
@@ -48,7 +50,9 @@ pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
         derived: Derived { final_revision: 0, posture: String::new() },
     };
     for (file, kind) in TRACE_FILES {
-        let Some(bytes) = raw.file(file) else { continue };
+        let Some(bytes) = raw.file(file) else {
+            continue;
+        };
         let lines = jsonl_lines(name, file, bytes)?;
         match kind {
             TraceKind::Actions => episode.actions = Some(records(name, file, &lines, parse_action)?),
@@ -56,11 +60,12 @@ pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
             TraceKind::Context => episode.context = Some(records(name, file, &lines, parse_context)?),
             TraceKind::Verification => episode.checks = Some(records(name, file, &lines, parse_check)?),
             TraceKind::Attribution => episode.attributions = Some(records(name, file, &lines, parse_attribution)?),
-            TraceKind::Interventions => {
-                episode.interventions = Some(records(name, file, &lines, parse_intervention)?)
-            }
+            TraceKind::Interventions => episode.interventions = Some(records(name, file, &lines, parse_intervention)?),
             TraceKind::Entropy => episode.entropy = Some(records(name, file, &lines, parse_entropy)?),
         }
+    }
+    if episode.manifest.format == FORMAT_V1 {
+        refuse_revision_1_1_results(name, &episode)?;
     }
     check_references(name, &episode)?;
     derive_state(&mut episode).map_err(|(file, line, message)| {
@@ -73,6 +78,17 @@ pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
         })
     })?;
     Ok(episode)
+}
+
+/// A revision 1 package may not use what revision 1.1 added (importers-v1 section 0).
+fn refuse_revision_1_1_results(package: &str, e: &Episode) -> Result<(), Box<Problem>> {
+    match e.checks.iter().flatten().find(|c| c.result.as_deref() == Some("unknown")) {
+        Some(c) => Err(Box::new(place(package, TRACE_FILES[3].0, Some(c.common.line as usize)).problem(
+            Some("result".into()),
+            format!("`unknown` needs format `{FORMAT_V1_1}` (this package declares `{FORMAT_V1}`)"),
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn place<'a>(package: &'a str, file: &'a str, line: Option<usize>) -> Place<'a> {
@@ -88,9 +104,8 @@ fn utf8<'a>(package: &str, file: &str, bytes: &'a [u8]) -> Result<&'a str, Box<P
 
 fn parse_json(package: &str, file: &str, bytes: &[u8]) -> Result<Value, Box<Problem>> {
     let text = utf8(package, file, bytes)?;
-    serde_json::from_str(text).map_err(|e| {
-        Box::new(place(package, file, Some(e.line())).problem(None, format!("not valid JSON: {e}")))
-    })
+    serde_json::from_str(text)
+        .map_err(|e| Box::new(place(package, file, Some(e.line())).problem(None, format!("not valid JSON: {e}"))))
 }
 
 /// Non-blank lines of a JSON Lines file as (1-based line number, value).
@@ -102,9 +117,8 @@ fn jsonl_lines(package: &str, file: &str, bytes: &[u8]) -> Result<Vec<(usize, Va
         if line.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(line).map_err(|e| {
-            Box::new(place(package, file, Some(i + 1)).problem(None, format!("not valid JSON: {e}")))
-        })?;
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| Box::new(place(package, file, Some(i + 1)).problem(None, format!("not valid JSON: {e}"))))?;
         out.push((i + 1, value));
     }
     Ok(out)
@@ -296,8 +310,14 @@ fn parse_entropy(o: &Obj, common: Common) -> FieldResult<EntropyFinding> {
 
 fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
     let format = o.string_req("format")?;
-    if format != FORMAT_V1 {
-        return o.fail("format", format!("unsupported format `{format}` (this build reads `{FORMAT_V1}`)"));
+    if !FORMATS.contains(&format.as_str()) {
+        return o.fail(
+            "format",
+            format!("unsupported format `{format}` (this build reads `{FORMAT_V1}` and `{FORMAT_V1_1}`)"),
+        );
+    }
+    if format == FORMAT_V1_1 {
+        check_provenance(o)?;
     }
     let model = o.required("model", o.object("model"))?;
     let harness = o.required("harness", o.object("harness"))?;
@@ -364,16 +384,50 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
     })
 }
 
-fn parse_outcome(o: &Obj) -> FieldResult<Outcome> {
-    let label = o.required("label", o.enumerated("label", LABELS))?;
+/// The shape of a revision 1.1 `provenance` object. It stays among the unknown fields
+/// (the revision keeps it like one), but a malformed one is refused, so every reader of
+/// a stored 1.1 package can rely on it.
+fn check_provenance(o: &Obj) -> FieldResult<()> {
+    let Some(p) = o.object("provenance")? else {
+        return Ok(());
+    };
+    for name in ["importer", "source_format", "source_version", "supersedes"] {
+        p.string(name)?;
+    }
+    p.integer("opaque_calls", 0, i64::MAX)?;
+    p.string_array("notes", None)?;
+    for (i, item) in p.array("source_files")?.into_iter().flatten().enumerate() {
+        let f = Obj::new(item, p.place, &format!("provenance.source_files[{i}]."))?;
+        f.string_req("name")?;
+        let hash = f.string_req("blake3")?;
+        if hash.len() != 64 || crate::parse_hex(&hash).is_none() {
+            return f.fail("blake3", "expected 64 hex digits");
+        }
+        if let Some(part) = f.map.get("part") {
+            if !(part.is_string() || part.is_u64() || part.is_null()) {
+                return f.fail("part", "expected a member name or a line number");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
+    // Revision 1.1: a label present and null means "not adjudicated"; absent is still
+    // missing, and null under revision 1 is refused naming the revision that allows it.
+    let label = match o.map.get("label") {
+        Some(Value::Null) if format == FORMAT_V1_1 => None,
+        Some(Value::Null) => {
+            return o.fail("label", format!("`null` needs format `{FORMAT_V1_1}` (this package declares `{format}`)"))
+        }
+        _ => Some(o.required("label", o.enumerated("label", LABELS))?),
+    };
     let mut requirements = Vec::new();
     let mut requirements_unknown = Vec::new();
     for (i, item) in o.array("requirements")?.into_iter().flatten().enumerate() {
         let r = Obj::new(item, o.place, &format!("requirements[{i}]."))?;
-        requirements.push(RequirementStatus {
-            id: r.string_req("id")?,
-            status: r.enumerated("status", REQUIREMENT_STATUSES)?,
-        });
+        requirements
+            .push(RequirementStatus { id: r.string_req("id")?, status: r.enumerated("status", REQUIREMENT_STATUSES)? });
         requirements_unknown.push(r.unknown(&["id", "status"]));
     }
     let mut locations_unknown = Vec::new();
@@ -630,7 +684,9 @@ pub(crate) mod tests {
     #[track_caller]
     fn assert_rejected(pkg: &Pkg, file: &str, line: Option<usize>, field: Option<&str>) -> Problem {
         let problem = match pkg.parse() {
-            Ok(_) => panic!("package accepted; expected a rejection at {file}:{line:?} field {field:?}"),
+            Ok(_) => {
+                panic!("package accepted; expected a rejection at {file}:{line:?} field {field:?}")
+            }
             Err(p) => *p,
         };
         let got = (problem.file.as_deref(), problem.line, problem.field.as_deref());
@@ -677,7 +733,7 @@ pub(crate) mod tests {
             (e.manifest.model.as_str(), e.manifest.harness_level.as_str(), e.manifest.task.as_str()),
             ("model-a", "H0", "task-a")
         );
-        assert_eq!(e.outcome.label, "failed");
+        assert_eq!(e.outcome.label.as_deref(), Some("failed"));
         for (_, kind) in TRACE_FILES {
             assert_eq!(e.trace_len(kind), None, "{kind:?} was not recorded");
         }
@@ -809,7 +865,7 @@ pub(crate) mod tests {
     fn json_report_must_be_json_but_markdown_report_is_free_text() {
         assert_rejected(&Pkg::minimal().file("reports/final.json", "not json"), "reports/final.json", Some(1), None);
         let e = Pkg::minimal().file("reports/final.md", "not json {").file("artifacts/log.txt", [0xffu8, 0xfe]).ok();
-        assert_eq!(e.outcome.label, "failed");
+        assert_eq!(e.outcome.label.as_deref(), Some("failed"));
     }
 
     #[test]
@@ -1123,7 +1179,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unsupported_format_version_is_rejected() {
-        for format in ["episode-package/2", "episode-package/1.1", "Episode-Package/1", ""] {
+        for format in ["episode-package/2", "episode-package/1.2", "episode-package/1.10", "Episode-Package/1", ""] {
             assert_rejected(&manifest_with("format", json!(format)), MANIFEST, None, Some("format"));
         }
     }
@@ -1380,5 +1436,86 @@ pub(crate) mod tests {
             ("artifacts/log.txt", b"hello"),
         ]);
         assert_eq!(crate::hex(&id(&base)), expected);
+    }
+
+    // ---- revision 1.1 (importers-v1 section 0) ------------------------------------------
+
+    fn revision_1_1() -> Pkg {
+        Pkg::minimal().set(MANIFEST, "format", json!(FORMAT_V1_1))
+    }
+
+    fn unknown_check() -> Value {
+        json!({"seq": 0, "check_id": "t", "actor": "agent", "result": "unknown"})
+    }
+
+    #[test]
+    fn revision_1_1_accepts_unknown_results_null_labels_and_provenance() {
+        let pkg = revision_1_1()
+            .set(OUTCOME, "label", Value::Null)
+            .set(
+                MANIFEST,
+                "provenance",
+                json!({"importer": "epistore 0.1.0", "source_format": "codex", "opaque_calls": 2,
+                       "source_files": [{"name": "rollout.jsonl", "blake3": "ab".repeat(32), "part": 3}],
+                       "notes": ["model named twice"]}),
+            )
+            .trace("verification", &[unknown_check()]);
+        let e = pkg.ok();
+        assert_eq!(e.manifest.format, FORMAT_V1_1);
+        assert_eq!(e.outcome.label, None);
+        assert_eq!(e.checks.as_ref().unwrap()[0].result.as_deref(), Some("unknown"));
+        assert_eq!(e.manifest.source_format().as_deref(), Some("codex"));
+        assert_eq!(e.manifest.provenance().unwrap()["opaque_calls"], json!(2));
+    }
+
+    #[test]
+    fn revision_1_additions_are_refused_naming_the_field_and_the_revision() {
+        let p = assert_rejected(&Pkg::minimal().set(OUTCOME, "label", Value::Null), OUTCOME, None, Some("label"));
+        assert!(p.message.contains(FORMAT_V1_1), "{p}");
+        let pkg = Pkg::minimal().trace("verification", &[unknown_check()]);
+        let p = assert_rejected(&pkg, "traces/verification.jsonl", Some(1), Some("result"));
+        assert!(p.message.contains(FORMAT_V1_1), "{p}");
+    }
+
+    #[test]
+    fn provenance_under_revision_1_is_an_unknown_field_kept_uninterpreted() {
+        let e = Pkg::minimal().set(MANIFEST, "provenance", json!({"source_format": 7})).ok();
+        assert_eq!(extra(&e.manifest.extra), json!({"provenance": {"source_format": 7}}));
+        assert_eq!(e.manifest.provenance(), None);
+    }
+
+    #[test]
+    fn a_label_must_still_be_present_in_revision_1_1() {
+        assert_rejected(&revision_1_1().unset(OUTCOME, "label"), OUTCOME, None, Some("label"));
+    }
+
+    #[test]
+    fn malformed_provenance_is_named() {
+        let with = |p: Value| revision_1_1().set(MANIFEST, "provenance", p);
+        assert_rejected(&with(json!({"opaque_calls": -1})), MANIFEST, None, Some("provenance.opaque_calls"));
+        assert_rejected(
+            &with(json!({"source_files": [{"name": "x", "blake3": "nothex"}]})),
+            MANIFEST,
+            None,
+            Some("provenance.source_files[0].blake3"),
+        );
+        assert_rejected(&with(json!({"notes": "one"})), MANIFEST, None, Some("provenance.notes"));
+    }
+
+    #[test]
+    fn unknown_result_is_a_check_that_ran_but_not_a_pass() {
+        // Posture rules 3, 4, 6 with an unknown result (metrics-v1 section I).
+        let edit = json!({"seq": 1, "kind": "edit"});
+        let only_unknown = revision_1_1().trace("verification", &[unknown_check()]).ok();
+        assert_eq!(only_unknown.derived.posture, "unknown", "ran (not gap), not a pass (not current)");
+        let before_edit = revision_1_1().trace("verification", &[unknown_check()]).trace("actions", &[edit]).ok();
+        assert_eq!(before_edit.derived.posture, "stale");
+        let pass_and_unknown = revision_1_1()
+            .trace(
+                "verification",
+                &[unknown_check(), json!({"seq": 1, "check_id": "u", "actor": "agent", "result": "pass"})],
+            )
+            .ok();
+        assert_eq!(pass_and_unknown.derived.posture, "current", "unknown is not a failure");
     }
 }

@@ -24,10 +24,10 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
-use datafusion::prelude::SessionContext;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::SessionContext;
 use epistore_package::{hex, Hash};
 use epistore_store::{decode_record_bytes, decode_traces, EpisodeRecord, IngestBatch, Snapshot, Store};
 use rayon::prelude::*;
@@ -37,7 +37,7 @@ use crate::tables::{Loaded, TableKind};
 use crate::views;
 
 /// Bumped with the SQL schema: segments of another schema are never read.
-const SCHEMA_GENERATION: &str = "epistore-sql-2";
+const SCHEMA_GENERATION: &str = "epistore-sql-3";
 
 /// The directory of this build's segments: the schema generation and a fingerprint of
 /// the per-episode SQL stored in them (a changed query file means other rows).
@@ -46,7 +46,11 @@ pub fn schema_dir() -> &'static str {
     DIR.get_or_init(|| {
         let mut hasher = blake3::Hasher::new();
         for name in views::PER_EPISODE {
-            hasher.update(name.as_bytes()).update(b"\0").update(views::sql_of(name).expect("shipped").as_bytes()).update(b"\0");
+            hasher
+                .update(name.as_bytes())
+                .update(b"\0")
+                .update(views::sql_of(name).expect("shipped").as_bytes())
+                .update(b"\0");
         }
         format!("{SCHEMA_GENERATION}-{}", &hasher.finalize().to_hex()[..12])
     })
@@ -86,10 +90,14 @@ fn remove_abandoned(dir: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.filter_map(|e| e.ok()) {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_suffix(".tmp").and_then(|n| n.rsplit('.').next()) else { continue };
+        let Some(pid) = name.strip_suffix(".tmp").and_then(|n| n.rsplit('.').next()) else {
+            continue;
+        };
         if name.starts_with('.') && pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
@@ -98,7 +106,9 @@ fn remove_abandoned(dir: &Path) {
 
 fn existing_segments(dir: &Path) -> Vec<Segment> {
     remove_abandoned(dir);
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut out: Vec<Segment> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {
@@ -143,7 +153,9 @@ pub fn segments_for(store: &Store, snapshot: &Snapshot, progress: Progress) -> R
         })?;
         // Start a new run, or extend the current one while it stays small enough.
         let extend = matches!(chosen.last(), Some(Err(_)))
-            && missing.last().is_some_and(|run| run.iter().map(|b| b.episodes.len()).sum::<usize>() + batch.episodes.len() <= SEGMENT_EPISODES);
+            && missing.last().is_some_and(|run| {
+                run.iter().map(|b| b.episodes.len()).sum::<usize>() + batch.episodes.len() <= SEGMENT_EPISODES
+            });
         if extend {
             missing.last_mut().expect("run").push(batch);
         } else {
@@ -176,7 +188,12 @@ fn io(path: &Path, e: std::io::Error) -> Error {
 
 /// Writes one segment for the given consecutive log entries, decoding their episodes
 /// from the snapshot.
-fn build_segment(snapshot: &Snapshot, dir: &Path, batches: &[IngestBatch], progress: &(dyn Fn(u64) + Sync)) -> Result<Segment> {
+fn build_segment(
+    snapshot: &Snapshot,
+    dir: &Path,
+    batches: &[IngestBatch],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Segment> {
     let first = batches.first().expect("a run is never empty").seq;
     let last = batches.last().expect("a run is never empty").seq;
     // Bytes are read under the snapshot in order; decoding runs in parallel.
@@ -212,8 +229,12 @@ fn write_segment(
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
     items.sort_unstable_by(|(a, _), (b, _)| {
-        (&a.manifest.model, &a.manifest.harness_level, &a.manifest.task, &a.id)
-            .cmp(&(&b.manifest.model, &b.manifest.harness_level, &b.manifest.task, &b.id))
+        (&a.manifest.model, &a.manifest.harness_level, &a.manifest.task, &a.id).cmp(&(
+            &b.manifest.model,
+            &b.manifest.harness_level,
+            &b.manifest.task,
+            &b.id,
+        ))
     });
     let (records, loaded): (Vec<EpisodeRecord>, Vec<Loaded>) = items.into_iter().unzip();
 
@@ -229,7 +250,8 @@ fn write_segment(
     }
     // Per-episode views: written as each chunk's rows come (a chunk holds whole
     // episodes, so its rows are final); a writer opens with the first chunk's schema.
-    let mut derived_writers: Vec<Option<ArrowWriter<std::fs::File>>> = views::PER_EPISODE.iter().map(|_| None).collect();
+    let mut derived_writers: Vec<Option<ArrowWriter<std::fs::File>>> =
+        views::PER_EPISODE.iter().map(|_| None).collect();
     let mut written = 0u64;
     for (records, loaded) in records.chunks(BUILD_CHUNK).zip(loaded.chunks(BUILD_CHUNK)) {
         let built: Vec<RecordBatch> = TableKind::ALL

@@ -139,9 +139,7 @@ impl Family {
 /// ` WHERE episode_id IN (...)`: a `--where` condition on `episode_facts` columns applied
 /// to any row source that carries `episode_id` (empty without a condition).
 pub fn episode_filter(filter: Option<&str>) -> String {
-    filter
-        .map(|f| format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"))
-        .unwrap_or_default()
+    filter.map(|f| format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})")).unwrap_or_default()
 }
 
 /// Metrics where a smaller value is the better one.
@@ -208,9 +206,13 @@ pub fn families() -> &'static [Family] {
 
         let mut labels = FamilyBuilder::new("label_shares", &[], label_source("label", LABELS));
         let mut postures = FamilyBuilder::new("posture_shares", &[], label_source("posture", POSTURES));
-        for (builder, column, values) in [(&mut labels, "label", LABELS), (&mut postures, "posture", POSTURES)] {
+        // Label shares count adjudicated episodes only (metrics-v1 I: a null label is
+        // an episode nobody judged); every episode has a posture.
+        for (builder, column, values, den) in
+            [(&mut labels, "label", LABELS, "adjudicated"), (&mut postures, "posture", POSTURES, "episodes")]
+        {
             for value in values {
-                builder.ratio(&format!("{column}_share:{value}"), &[&format!("{column}_{value}")], "episodes");
+                builder.ratio(&format!("{column}_share:{value}"), &[&format!("{column}_{value}")], den);
             }
         }
         out.push(labels.family);
@@ -294,11 +296,13 @@ pub fn families() -> &'static [Family] {
 
 /// `CASE WHEN column = 'value' ...` components for a share view.
 fn label_source(column: &str, values: &[&str]) -> String {
-    let cases: Vec<String> = values
-        .iter()
-        .map(|v| format!("CASE WHEN {column} = '{v}' THEN 1 ELSE 0 END AS \"{column}_{v}\""))
-        .collect();
-    format!("SELECT model, harness_level, task, \"cluster\", episode_id, 1 AS episodes, {} FROM episodes", cases.join(", "))
+    let cases: Vec<String> =
+        values.iter().map(|v| format!("CASE WHEN {column} = '{v}' THEN 1 ELSE 0 END AS \"{column}_{v}\"")).collect();
+    format!(
+        "SELECT model, harness_level, task, \"cluster\", episode_id, 1 AS episodes, \
+         CASE WHEN {column} IS NOT NULL THEN 1 ELSE 0 END AS adjudicated, {} FROM episodes",
+        cases.join(", ")
+    )
 }
 
 /// The cell_metrics family, read off queries/cell_metrics.sql so the text stays the
@@ -307,7 +311,9 @@ fn cell_family() -> Family {
     let sql = views::VIEWS.iter().find(|(name, _)| *name == "cell_metrics").expect("shipped").1;
     let mut builder = FamilyBuilder::new("cell_metrics", &[], "SELECT * FROM episode_facts");
     for line in sql.lines() {
-        let Some((num, den, name)) = parse_ratio_line(line) else { continue };
+        let Some((num, den, name)) = parse_ratio_line(line) else {
+            continue;
+        };
         builder.ratio(name, &[num], den);
     }
     builder.family
@@ -323,13 +329,10 @@ fn parse_ratio_line(line: &str) -> Option<(&str, &str, &str)> {
 
 /// Finds a metric by name.
 pub fn find_metric(name: &str) -> Result<(&'static Family, &'static Metric)> {
-    families()
-        .iter()
-        .find_map(|f| f.metrics.iter().find(|m| m.name == name).map(|m| (f, m)))
-        .ok_or_else(|| {
-            let names: Vec<&str> = families().iter().flat_map(|f| f.metrics.iter().map(|m| m.name.as_str())).collect();
-            Error::Usage(format!("unknown metric `{name}`; metrics: {}", names.join(", ")))
-        })
+    families().iter().find_map(|f| f.metrics.iter().find(|m| m.name == name).map(|m| (f, m))).ok_or_else(|| {
+        let names: Vec<&str> = families().iter().flat_map(|f| f.metrics.iter().map(|m| m.name.as_str())).collect();
+        Error::Usage(format!("unknown metric `{name}`; metrics: {}", names.join(", ")))
+    })
 }
 
 /// One entry's components summed per task cluster.
@@ -365,7 +368,15 @@ pub struct MetricInterval {
 pub(crate) fn check_keys(keys: &[&str]) -> Result<()> {
     for key in keys {
         if !METRIC_KEYS.contains(key) {
-            return Err(Error::Usage(format!("cannot group metrics by `{key}`; use any of {}", METRIC_KEYS.join(", "))));
+            let rollup_only = if crate::ROLLUP_KEYS.contains(key) {
+                " (without --ci: intervals resample task clusters of cells)"
+            } else {
+                ""
+            };
+            return Err(Error::Usage(format!(
+                "cannot group metric intervals by `{key}`{rollup_only}; use any of {}",
+                METRIC_KEYS.join(", ")
+            )));
         }
     }
     Ok(())
@@ -421,7 +432,13 @@ impl Engine {
                 })
                 .collect::<Result<Vec<_>>>()?;
             for row in 0..batch.num_rows() {
-                let text = |c: &StringArray| if c.is_null(row) { "NULL".to_string() } else { c.value(row).to_string() };
+                let text = |c: &StringArray| {
+                    if c.is_null(row) {
+                        "NULL".to_string()
+                    } else {
+                        c.value(row).to_string()
+                    }
+                };
                 let key: Vec<String> = key_columns[..width].iter().map(text).collect();
                 let cluster = text(&key_columns[width]);
                 let values = value_columns.iter().map(|c| if c.is_null(row) { 0.0 } else { c.value(row) }).collect();

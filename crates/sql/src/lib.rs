@@ -11,6 +11,7 @@ pub mod export;
 pub mod intervals;
 mod output;
 mod provider;
+mod supersession;
 mod tables;
 pub mod views;
 
@@ -19,10 +20,10 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
-use datafusion::datasource::MemTable;
-use datafusion::execution::context::SQLOptions;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::MemTable;
+use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use epistore_store::Store;
 
@@ -36,6 +37,10 @@ pub const SCHEMA_VERSION: &str = "epistore-sql/1";
 
 /// Keys `Engine::metrics_sql` can group by.
 pub const METRIC_KEYS: &[&str] = &["model", "harness_level", "task", "cluster"];
+
+/// Keys `cell_metrics` can also be rolled up by (without intervals): columns of
+/// `episode_facts` that are not cell keys, such as the importer format.
+pub const ROLLUP_KEYS: &[&str] = &["model", "harness_level", "task", "cluster", "source_format"];
 
 /// The settings of every session over store tables, the ones that compute stored
 /// per-episode views included (so both plan the same SQL the same way).
@@ -101,14 +106,17 @@ impl Engine {
                 .map(|s| ListingTableUrl::parse(s.table_file(name).to_string_lossy()))
                 .collect::<datafusion::error::Result<Vec<_>>>()?;
             let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
-            let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
+            let config =
+                ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
             Ok(Arc::new(ListingTable::try_new(config)?))
         };
-        for kind in TableKind::ALL {
-            ctx.register_table(kind.name(), over_segments(kind.name(), kind.schema())?)?;
-        }
+        let tables = TableKind::ALL
+            .iter()
+            .map(|k| Ok((k.name(), over_segments(k.name(), k.schema())?)))
+            .collect::<Result<Vec<_>>>()?;
+        let excluded = Self::register_tables(&ctx, tables).await?;
         let stored_views = |name: &str, schema: SchemaRef| over_segments(name, schema).map(Some);
-        Self::finish(ctx, snapshot_seq, episodes, None, &stored_views).await
+        Self::finish(ctx, snapshot_seq, episodes, None, &stored_views, &excluded).await
     }
 
     /// Registers tables that decode episodes straight from the store (no columnar
@@ -119,10 +127,21 @@ impl Engine {
         let episodes = snapshot.episode_count()?;
         let data = Arc::new(StoreData::new(snapshot));
         let ctx = Self::context_for_store();
-        for kind in TableKind::ALL {
-            ctx.register_table(kind.name(), Arc::new(StoreTable::new(kind, data.clone())))?;
+        let tables: Vec<(&str, Arc<dyn TableProvider>)> =
+            TableKind::ALL.iter().map(|&k| (k.name(), Arc::new(StoreTable::new(k, data.clone())) as _)).collect();
+        let excluded = Self::register_tables(&ctx, tables).await?;
+        Self::finish(ctx, snapshot_seq, episodes, Some(data), &|_, _| Ok(None), &excluded).await
+    }
+
+    /// Registers the base tables without the episodes a later import supersedes, and
+    /// returns those episodes' ids.
+    async fn register_tables(ctx: &SessionContext, tables: Vec<(&str, Arc<dyn TableProvider>)>) -> Result<Vec<String>> {
+        let episodes = tables.iter().find(|(n, _)| *n == TableKind::Episodes.name()).expect("episodes").1.clone();
+        let excluded = supersession::superseded(ctx, episodes).await?;
+        for (name, provider) in tables {
+            supersession::register(ctx, name, provider, &excluded).await?;
         }
-        Self::finish(ctx, snapshot_seq, episodes, Some(data), &|_, _| Ok(None)).await
+        Ok(excluded)
     }
 
     fn context_for_store() -> SessionContext {
@@ -135,9 +154,11 @@ impl Engine {
         episodes: u64,
         data: Option<Arc<StoreData>>,
         stored_views: views::Materialized<'_>,
+        excluded: &[String],
     ) -> Result<Engine> {
         ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
-        views::register(&ctx, stored_views).await?;
+        supersession::register_all_episodes(&ctx, excluded).await?;
+        views::register(&ctx, stored_views, excluded).await?;
         Ok(Engine { ctx, snapshot_seq, data })
     }
 
@@ -171,8 +192,11 @@ impl Engine {
     /// regrouped, so every roll-up pools counts exactly as the view does.
     pub fn metrics_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
         for key in keys {
-            if !METRIC_KEYS.contains(key) {
-                return Err(Error::Usage(format!("cannot group metrics by `{key}`; use any of {}", METRIC_KEYS.join(", "))));
+            if !ROLLUP_KEYS.contains(key) {
+                return Err(Error::Usage(format!(
+                    "cannot group metrics by `{key}`; use any of {}",
+                    ROLLUP_KEYS.join(", ")
+                )));
             }
         }
         // Quoted: `cluster` is a keyword to the SQL parser.

@@ -11,14 +11,14 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::Statistics;
-use datafusion::datasource::TableType;
-use datafusion::logical_expr::TableProviderFilterPushDown;
-use datafusion::physical_plan::ExecutionPlan;
-use datafusion::datasource::ViewTable;
 use datafusion::common::{plan_err, ScalarValue};
+use datafusion::datasource::TableType;
+use datafusion::datasource::ViewTable;
 use datafusion::error::Result as DfResult;
 use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::TableProviderFilterPushDown;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Expr, Volatility};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 use epistore_package::Location;
 
@@ -92,17 +92,21 @@ pub fn cell_metrics_by(keys: &[&str]) -> String {
 /// the schema its SQL plans to, a table holding its rows, or None to plan it as a view.
 pub(crate) type Materialized<'a> = &'a (dyn Fn(&str, SchemaRef) -> Result<Option<Arc<dyn TableProvider>>> + Sync);
 
-pub(crate) async fn register(ctx: &SessionContext, materialized: Materialized<'_>) -> Result<()> {
+/// Registers every shipped view; stored per-episode rows of the `excluded` (superseded)
+/// episodes are left out, as the base tables leave them out.
+pub(crate) async fn register(ctx: &SessionContext, materialized: Materialized<'_>, excluded: &[String]) -> Result<()> {
     ctx.register_udf(location_overlaps());
     ctx.register_udaf(crate::cluster_ci::udaf());
     ctx.register_udtf("verifier_pairs_at", Arc::new(VerifierPairsAt));
     for (name, sql) in VIEWS {
-        let context = |e: datafusion::error::DataFusionError| e.context(format!("registering the view `{name}` (queries/{name}.sql)"));
+        let context = |e: datafusion::error::DataFusionError| {
+            e.context(format!("registering the view `{name}` (queries/{name}.sql)"))
+        };
         if PER_EPISODE.contains(name) {
             // Planned all the same: the stored rows must have the schema the SQL gives.
             let schema = Arc::new(ctx.sql(sql).await.map_err(context)?.schema().as_arrow().clone());
             if let Some(table) = materialized(name, schema)? {
-                ctx.register_table(*name, Arc::new(StoredView(table)))?;
+                crate::supersession::register(ctx, name, Arc::new(StoredView(table)), excluded).await?;
                 continue;
             }
         }
@@ -161,11 +165,8 @@ pub fn location_overlaps() -> datafusion::logical_expr::ScalarUDF {
                 Ok(cast(a, &DataType::Utf8)?.as_any().downcast_ref::<StringArray>().expect("cast to Utf8").clone())
             };
             let (a, b) = (as_strings(&arrays[0])?, as_strings(&arrays[1])?);
-            let out: BooleanArray = a
-                .iter()
-                .zip(b.iter())
-                .map(|(x, y)| Some(Location::parse(x?).overlaps(&Location::parse(y?))))
-                .collect();
+            let out: BooleanArray =
+                a.iter().zip(b.iter()).map(|(x, y)| Some(Location::parse(x?).overlaps(&Location::parse(y?)))).collect();
             Ok(ColumnarValue::Array(Arc::new(out)))
         }),
     )

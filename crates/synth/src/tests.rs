@@ -189,7 +189,7 @@ fn evidence_grows_with_the_harness_level() {
         .any(|e| e.manifest.harness_level == "H3" && e.interventions.as_ref().is_some_and(Vec::is_empty)));
 
     // Outcomes improve with the level.
-    let avs = share_by_level(&all, |e| e.outcome.label == "autonomous_verified_success");
+    let avs = share_by_level(&all, |e| e.outcome.label.as_deref() == Some("autonomous_verified_success"));
     assert!(avs[3] > 0.2 && avs[3] > avs[0] + 0.15, "{avs:?}");
     let correct = share_by_level(&all, |e| e.outcome.correct == Some(true));
     assert!(correct[3] > correct[0], "{correct:?}");
@@ -222,7 +222,7 @@ fn outcomes_and_traces_cover_the_contract() {
         assert!(any(&|e| e.outcome.admission.as_deref() == admission), "{admission:?}");
     }
     for label in epistore_package::LABELS {
-        assert!(any(&|e| e.outcome.label == *label), "{label}");
+        assert!(any(&|e| e.outcome.label.as_deref() == Some(*label)), "{label}");
     }
     for posture in ["current", "stale", "failure", "gap", "unknown"] {
         assert!(any(&|e| e.derived.posture == posture), "{posture}");
@@ -426,7 +426,7 @@ fn sample_statistics() {
         println!(
             "{level}: n {} avs {:.2} correct {:.2} accepted {:.2} budget {:.2} current {:.2} stale {:.2} failure {:.2} gap {:.2} act+tool+check {:.0}",
             at.len(),
-            share(&|e| e.outcome.label == "autonomous_verified_success"),
+            share(&|e| e.outcome.label.as_deref() == Some("autonomous_verified_success")),
             share(&|e| e.outcome.correct == Some(true)),
             share(&|e| e.outcome.admission.as_deref() == Some("accepted")),
             share(&|e| e.outcome.stop_reason == "budget_exhausted"),

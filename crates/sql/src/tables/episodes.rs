@@ -1,6 +1,9 @@
 //! The `episodes` table: one row per episode, from the store's episode records (no
 //! trace decoding needed). Columns are documented in `docs/sql-schema.md`.
 
+use std::sync::Arc;
+
+use datafusion::arrow::array::StringArray;
 use datafusion::arrow::record_batch::RecordBatch;
 use epistore_package::{hex, TRACE_FILES};
 use epistore_store::EpisodeRecord;
@@ -11,11 +14,7 @@ use crate::error::Result;
 pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     let ids: Vec<String> = rows.iter().map(|r| hex(&r.id)).collect();
     let mut c = Columns::new(rows);
-    c.col(
-        "episode_id",
-        false,
-        std::sync::Arc::new(datafusion::arrow::array::StringArray::from_iter_values(ids.iter())),
-    );
+    c.col("episode_id", false, Arc::new(StringArray::from_iter_values(ids.iter())));
     c.str("episode", |r| Some(&r.manifest.episode));
     c.str("model", |r| Some(&r.manifest.model));
     c.str("harness_level", |r| Some(&r.manifest.harness_level));
@@ -23,7 +22,7 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     c.str("cluster", |r| Some(&r.manifest.cluster));
     c.int("seed", |r| r.manifest.seed);
     c.int("attempt", |r| Some(r.manifest.attempt));
-    c.str("label", |r| Some(&r.outcome.label));
+    c.str("label", |r| r.outcome.label.as_deref());
     c.int("final_revision", |r| Some(r.derived.final_revision as i64));
     c.str("posture", |r| Some(&r.derived.posture));
     c.bool("correct", |r| r.outcome.correct);
@@ -36,7 +35,8 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     c.bool("trace_complete", |r| Some(r.manifest.trace_complete));
     // Distinct ids: a requirement listed twice is one requirement (as the metrics count it).
     c.int("n_requirements", |r| {
-        Some(r.manifest.requirements.iter().map(|q| q.id.as_str()).collect::<std::collections::HashSet<_>>().len() as i64)
+        Some(r.manifest.requirements.iter().map(|q| q.id.as_str()).collect::<std::collections::HashSet<_>>().len()
+            as i64)
     });
     for (i, (_, kind)) in TRACE_FILES.iter().enumerate() {
         c.int(&format!("n_{}", kind.name()), move |r| r.trace_counts[i].map(i64::from));
@@ -75,5 +75,12 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     c.int("package_bytes", |r| Some(r.package_bytes() as i64));
     c.int("ingest_seq", |r| Some(r.ingest_seq as i64));
     c.str("source", |r| Some(&r.source));
+    // Revision 1.1 provenance (importers-v1 section 0): which importer format the
+    // episode came from (NULL for a package written as a package), and the earlier
+    // import it grew from.
+    let provenance: Vec<(Option<String>, Option<String>)> =
+        rows.iter().map(|r| (r.manifest.source_format(), r.manifest.supersedes())).collect();
+    c.col("source_format", true, Arc::new(provenance.iter().map(|p| p.0.as_deref()).collect::<StringArray>()));
+    c.col("supersedes", true, Arc::new(provenance.iter().map(|p| p.1.as_deref()).collect::<StringArray>()));
     c.finish()
 }

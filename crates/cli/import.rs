@@ -1,0 +1,372 @@
+//! `epistore import`: the logs agent tools write, read by `epistore-import` into
+//! packages, committed through the store's normal ingest (or written as package
+//! directories with `--out`). Contract: importers-v1 section 7; docs/importers.md.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use epistore_import::{plan, read_unit, Context, Format, Options, Prior, Refusal, Run, Unit};
+use epistore_package::{hex, Hash};
+use epistore_store::{IngestOptions, PackageOutcome, Snapshot, Store};
+use serde_json::{json, Value};
+
+use crate::commands::{print_rows, progress_bar};
+use crate::OutputFormat;
+
+pub struct ImportArgs {
+    pub paths: Vec<PathBuf>,
+    pub options: Options,
+    pub out: Option<PathBuf>,
+    pub reimport: bool,
+    pub format: OutputFormat,
+    pub quiet: bool,
+}
+
+/// Counts per source format, as the summary prints them.
+#[derive(Default, Clone)]
+struct Tally {
+    found: usize,
+    imported: usize,
+    already_present: usize,
+    covered: usize,
+    refused: usize,
+    superseding: usize,
+    /// Runs already stored without a verdict, imported again with a report's.
+    without_verdict: usize,
+}
+
+/// What an import did, for the summary.
+#[derive(Default)]
+struct Summary {
+    tally: BTreeMap<String, Tally>,
+    refusals: Vec<(String, Refusal)>,
+    covered: Vec<(String, String, String)>,
+    unmatched_reports: Vec<String>,
+    /// (format, SWE-bench instance, what happened) per run read.
+    episodes: Vec<(String, Option<String>, &'static str)>,
+}
+
+impl Summary {
+    fn of(&mut self, format: &str) -> &mut Tally {
+        self.tally.entry(format.to_string()).or_default()
+    }
+    fn refuse(&mut self, format: Option<Format>, refusal: Refusal) {
+        let name = format.map_or("unknown".to_string(), |f| f.name().to_string());
+        self.of(&name).refused += 1;
+        self.refusals.push((name, refusal));
+    }
+}
+
+/// Earlier imports in the store: their source keys (for "already present") and, per
+/// (format, episode label), the source file they were read from (for "grown").
+struct StoredImports {
+    keys: HashMap<String, (Hash, bool)>,
+    by_label: HashMap<(String, String), Vec<(Hash, Hash)>>,
+    snapshot: Mutex<Snapshot>,
+}
+
+impl StoredImports {
+    fn read(store: &Store) -> Result<StoredImports> {
+        let snapshot = store.snapshot()?;
+        let mut keys = HashMap::new();
+        let mut by_label: HashMap<(String, String), Vec<(Hash, Hash)>> = HashMap::new();
+        snapshot.for_each_episode(|record| {
+            let Some(provenance) = record.manifest.provenance() else {
+                return Ok(true);
+            };
+            let format = provenance.get("source_format").and_then(Value::as_str).unwrap_or("").to_string();
+            let files = provenance.get("source_files").and_then(Value::as_array).cloned().unwrap_or_default();
+            let has_verdict = record.outcome.correct.is_some();
+            for (i, f) in files.iter().enumerate() {
+                let Some(hash) = f.get("blake3").and_then(Value::as_str) else {
+                    continue;
+                };
+                let key = match f.get("part") {
+                    Some(Value::String(p)) => format!("{hash}#{p}"),
+                    Some(Value::Number(n)) => format!("{hash}#{n}"),
+                    _ => hash.to_string(),
+                };
+                keys.insert(key, (record.id, has_verdict));
+                // The first source file is the log itself; it is what grows.
+                if i == 0 && f.get("part").is_none() {
+                    let name = f.get("name").and_then(Value::as_str).unwrap_or("");
+                    let path = format!("artifacts/source/{name}");
+                    if let Some(stored) = record.files.iter().find(|e| e.path == path) {
+                        by_label
+                            .entry((format.clone(), record.manifest.episode.clone()))
+                            .or_default()
+                            .push((record.id, stored.hash));
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(StoredImports { keys, by_label, snapshot: Mutex::new(snapshot) })
+    }
+
+    /// The stored episode a run's own source files came from, and whether it has a verdict.
+    fn already(&self, run: &Run) -> Option<(Hash, bool)> {
+        run.source_keys.iter().find_map(|k| self.keys.get(k).copied())
+    }
+}
+
+impl Prior for StoredImports {
+    fn grown_from(&self, format: Format, episode: &str, file: &Path) -> Option<String> {
+        let candidates = self.by_label.get(&(format.name().to_string(), episode.to_string()))?;
+        let new = std::fs::read(file).ok()?;
+        let snapshot = self.snapshot.lock().ok()?;
+        for (id, blob) in candidates {
+            let Ok(old) = snapshot.blob(blob) else {
+                continue;
+            };
+            if old.len() < new.len() && new.starts_with(&old) {
+                return Some(hex(id));
+            }
+        }
+        None
+    }
+}
+
+pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
+    let started = Instant::now();
+    let planned = plan(&args.paths, &args.options);
+    let mut summary = Summary::default();
+    for (format, refusal) in planned.refused.iter().cloned() {
+        summary.refuse(format, refusal);
+    }
+    for (format, file, reason) in &planned.covered {
+        summary.of(format.name()).covered += 1;
+        summary.covered.push((format.name().to_string(), file.clone(), reason.clone()));
+    }
+    match &args.out {
+        Some(out) => write_packages(out, &planned, &args, &mut summary)?,
+        None => ingest_runs(store_dir, &planned, &args, &mut summary)?,
+    }
+    let run_instances: HashSet<&String> =
+        summary.episodes.iter().filter_map(|(_, instance, _)| instance.as_ref()).collect();
+    let mut unmatched: Vec<String> = planned.reports.keys().filter(|id| !run_instances.contains(id)).cloned().collect();
+    unmatched.sort();
+    summary.unmatched_reports = unmatched;
+    print_summary(&summary, args.format, started.elapsed().as_secs_f64())?;
+    Ok(if summary.refusals.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Reads every unit on the ingest threads and commits the packages through the
+/// store's ingest; a run already imported (by its source files) is skipped first.
+fn ingest_runs(
+    store_dir: &Path,
+    planned: &epistore_import::Plan,
+    args: &ImportArgs,
+    summary: &mut Summary,
+) -> Result<()> {
+    let store =
+        Store::open_or_create(store_dir).with_context(|| format!("opening the store at {}", store_dir.display()))?;
+    let stored = StoredImports::read(&store)?;
+    let ctx = Context { options: &args.options, reports: &planned.reports, prior: Some(&stored) };
+    let shared = Mutex::new(std::mem::take(summary));
+    let bar = progress_bar(args.quiet, planned.units.len() as u64, "logs");
+    let label = format!("import {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
+    let options = IngestOptions { label, chunk_sources: 64, ..IngestOptions::default() };
+    let mut segments = Some(epistore_sql::columnar::IngestSegments::new(&store));
+    let names: Mutex<HashMap<String, (Format, String, String)>> = Mutex::new(HashMap::new());
+    let report = store.ingest_from(
+        &planned.units,
+        |unit: &Unit| {
+            let mut packages = Vec::new();
+            for run in read_unit(unit, &ctx) {
+                let mut s = shared.lock().expect("summary lock");
+                s.of(unit.format.name()).found += 1;
+                match run {
+                    Err(refusal) => s.refuse(Some(unit.format), refusal),
+                    Ok(run) => {
+                        let label = run.package.episode.manifest.episode.clone();
+                        let instance = instance_of(&run);
+                        if let Some((_, has_verdict)) = stored.already(&run).filter(|_| !args.reimport) {
+                            if run.verdict_from_report && !has_verdict {
+                                s.of(unit.format.name()).without_verdict += 1;
+                            } else {
+                                s.of(unit.format.name()).already_present += 1;
+                                s.episodes.push((unit.format.name().to_string(), instance, "already_present"));
+                                continue;
+                            }
+                        }
+                        if run.package.episode.manifest.supersedes().is_some() {
+                            s.of(unit.format.name()).superseding += 1;
+                        }
+                        s.episodes.push((unit.format.name().to_string(), instance, "read"));
+                        let mut raw = run.package.raw;
+                        let name = format!("{}:{}", unit.format.name(), label);
+                        raw.name = name.clone();
+                        names.lock().expect("names lock").insert(name, (unit.format, label, hex(&raw.id)));
+                        packages.push(Ok(raw));
+                    }
+                }
+            }
+            packages
+        },
+        &options,
+        |p| bar.set_position(p.sources_done as u64),
+        |seq, episodes| {
+            if let Some(builder) = segments.as_mut() {
+                if builder.push(seq, episodes).is_err() {
+                    segments = None;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    bar.finish_and_clear();
+    let segments_built = segments.map(|b| b.finish().is_ok()).unwrap_or(false);
+    if report.added() > 0 && (!segments_built || epistore_sql::columnar::refresh(&store, &|_, _| {}).is_err()) {
+        eprintln!("warning: columnar segments not built; queries will build them");
+    }
+    *summary = shared.into_inner().expect("summary lock");
+    let names = names.into_inner().expect("names lock");
+    for p in &report.packages {
+        let format = p.name.split_once(':').map_or("unknown", |(f, _)| f).to_string();
+        match &p.outcome {
+            PackageOutcome::Added => summary.of(&format).imported += 1,
+            PackageOutcome::AlreadyPresent => summary.of(&format).already_present += 1,
+            PackageOutcome::Rejected(reason) => {
+                let file = names.get(&p.name).map_or(p.name.clone(), |(_, label, _)| label.clone());
+                summary.refuse(Format::from_name(&format), Refusal::new(file, None, reason.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The SWE-bench instance a run is, for matching reports.
+fn instance_of(run: &Run) -> Option<String> {
+    run.instance_id.clone()
+}
+
+/// `--out DIR`: every run as a package directory `DIR/FORMAT/LABEL-ID12`, written whole
+/// or not at all; a directory already there is the same package (its name holds the id).
+fn write_packages(out: &Path, planned: &epistore_import::Plan, args: &ImportArgs, summary: &mut Summary) -> Result<()> {
+    use rayon::prelude::*;
+    let ctx = Context { options: &args.options, reports: &planned.reports, prior: None };
+    let bar = progress_bar(args.quiet, planned.units.len() as u64, "logs");
+    let results: Vec<(Format, Vec<Result<Run, Refusal>>)> = planned
+        .units
+        .par_iter()
+        .map(|unit| {
+            let runs = read_unit(unit, &ctx);
+            bar.inc(1);
+            (unit.format, runs)
+        })
+        .collect();
+    bar.finish_and_clear();
+    for (format, runs) in results {
+        for run in runs {
+            summary.of(format.name()).found += 1;
+            let run = match run {
+                Ok(run) => run,
+                Err(refusal) => {
+                    summary.refuse(Some(format), refusal);
+                    continue;
+                }
+            };
+            let id = hex(run.package.id());
+            let label = &run.package.episode.manifest.episode;
+            let dir = out.join(format.name()).join(format!("{}-{}", file_safe(label), &id[..12]));
+            let instance = instance_of(&run);
+            if dir.join("manifest.json").is_file() {
+                summary.of(format.name()).already_present += 1;
+                summary.episodes.push((format.name().to_string(), instance, "already_present"));
+                continue;
+            }
+            run.package.write_dir(&dir).with_context(|| format!("writing {}", dir.display()))?;
+            summary.of(format.name()).imported += 1;
+            summary.episodes.push((format.name().to_string(), instance, "written"));
+        }
+    }
+    Ok(())
+}
+
+/// An episode label as one path component: `/` and other awkward characters become `_`.
+fn file_safe(label: &str) -> String {
+    let s: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' })
+        .take(80)
+        .collect();
+    s.trim_start_matches('.').to_string()
+}
+
+fn print_summary(summary: &Summary, format: OutputFormat, seconds: f64) -> Result<()> {
+    let rows: Vec<(&String, &Tally)> = summary.tally.iter().collect();
+    match format {
+        OutputFormat::Json => {
+            let formats: Vec<Value> = rows
+                .iter()
+                .map(|(name, t)| {
+                    json!({"source_format": name, "found": t.found, "imported": t.imported,
+                           "already_present": t.already_present, "covered": t.covered, "refused": t.refused,
+                           "superseding": t.superseding, "already_stored_without_verdict": t.without_verdict})
+                })
+                .collect();
+            let refused: Vec<Value> = summary
+                .refusals
+                .iter()
+                .map(|(f, r)| json!({"source_format": f, "file": r.file, "place": r.place, "reason": r.reason}))
+                .collect();
+            let covered: Vec<Value> = summary
+                .covered
+                .iter()
+                .map(|(f, file, why)| json!({"source_format": f, "file": file, "reason": why}))
+                .collect();
+            let value = json!({"formats": formats, "refused": refused, "covered": covered,
+                               "unmatched_reports": summary.unmatched_reports, "seconds": seconds});
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        _ => {
+            for (_, r) in &summary.refusals {
+                eprintln!("refused: {r}");
+            }
+            for (_, file, why) in &summary.covered {
+                eprintln!("covered: {file}: {why}");
+            }
+            for id in &summary.unmatched_reports {
+                eprintln!("report: instance {id} matches no run of this call (nothing imported for it)");
+            }
+            let table: Vec<Vec<Value>> = rows
+                .iter()
+                .map(|(name, t)| {
+                    vec![
+                        json!(name),
+                        json!(t.found),
+                        json!(t.imported),
+                        json!(t.already_present),
+                        json!(t.covered),
+                        json!(t.refused),
+                    ]
+                })
+                .collect();
+            print_rows(
+                &["source_format", "found", "imported", "already_present", "covered", "refused"],
+                &table,
+                format,
+            );
+            for (name, t) in &rows {
+                if t.without_verdict > 0 {
+                    println!("{name}: already stored without a verdict: {} runs (imported again with the report's verdict, as new episodes)", t.without_verdict);
+                }
+                if t.superseding > 0 {
+                    println!(
+                        "{name}: {} runs grew since their last import (new episodes that supersede the old)",
+                        t.superseding
+                    );
+                }
+            }
+            if format == OutputFormat::Table {
+                println!("({seconds:.2} s)");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,299 @@
+//! The session's events, in stream order, told to the [`Recorder`]: each tool call
+//! where it starts (its result looked up by `tool_use_id`), people's messages,
+//! decisions and interrupts, and one completion claim per turn.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::head::parse_ts;
+use super::parse::{Ev, Res, What};
+use crate::recorder::{Call, EditKind, Grade, Recorder};
+
+/// A tool result, as Claude Code words a call refused before it ran.
+enum Refused {
+    /// A person declined it at the prompt.
+    Person(String),
+    /// A permission mode, an allow list, a settings rule or a hook.
+    Policy,
+}
+
+const PERSON_REFUSALS: [&str; 2] =
+    ["The user doesn't want to proceed with this tool use", "The user doesn't want to take this action right now"];
+
+fn refusal(id: &str, res: Option<&Res>, denied: &HashSet<String>, name: &str) -> Option<Refused> {
+    let decision = res.and_then(|r| r.decision.as_ref()).and_then(Value::as_object);
+    let declined = decision
+        .and_then(|d| d.get("decision").and_then(Value::as_str))
+        .is_some_and(|d| matches!(d, "reject" | "deny" | "denied" | "rejected"));
+    let by_person = decision.and_then(|d| d.get("source").and_then(Value::as_str)) == Some("user");
+    if let Some(r) = res {
+        let rejected_text = PERSON_REFUSALS.iter().any(|p| r.text.contains(p))
+            || r.structured.as_ref().and_then(Value::as_str) == Some("User rejected tool use");
+        if rejected_text || (declined && by_person) {
+            let said = r.text.split_once("the user said:").map(|(_, s)| s.trim()).filter(|s| !s.is_empty());
+            return Some(Refused::Person(said.map_or_else(|| format!("rejected the {name} call"), str::to_string)));
+        }
+        if r.is_error && policy_text(&r.text) {
+            return Some(Refused::Policy);
+        }
+    }
+    (denied.contains(id) || declined).then_some(Refused::Policy)
+}
+
+fn policy_text(t: &str) -> bool {
+    (t.contains("requested permissions to") && t.contains("haven't granted it yet"))
+        || t.contains("This command requires approval")
+        || (t.contains("PreToolUse:")
+            && (t.contains("hook error") || t.contains("blocking error") || t.contains("denied this tool")))
+        || (t.starts_with("Permission to use") && t.contains("has been denied"))
+}
+
+/// The structured edit tools (section 4: observed mutations).
+fn is_edit(name: &str) -> bool {
+    matches!(name, "Edit" | "MultiEdit" | "Write" | "NotebookEdit")
+}
+
+/// The action kind of a tool that is neither the shell nor an edit; `None`: its effect
+/// on the files cannot be told (MCP and unknown tools): opaque.
+fn kind_of(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "Read" | "NotebookRead" | "WebFetch" | "BashOutput" | "TaskOutput" => "read",
+        "Glob" | "Grep" | "LS" | "WebSearch" | "ToolSearch" => "search",
+        "TodoWrite" | "TodoRead" | "ExitPlanMode" | "EnterPlanMode" | "TaskCreate" | "TaskUpdate" | "TaskList"
+        | "TaskGet" => "plan",
+        "AskUserQuestion" => "message",
+        "Task" | "Agent" | "Skill" | "SlashCommand" | "KillShell" | "KillBash" | "TaskStop" => "other",
+        _ => return None,
+    })
+}
+
+fn paths_of(input: &Value, res: Option<&Res>) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for key in ["file_path", "notebook_path", "path"] {
+        if let Some(p) = input.get(key).and_then(Value::as_str).filter(|p| !p.is_empty()) {
+            paths.push(p.to_string());
+        }
+    }
+    if paths.is_empty() {
+        if let Some(p) = res.and_then(|r| r.structured.as_ref()).and_then(|s| s.get("filePath")).and_then(Value::as_str)
+        {
+            paths.push(p.to_string());
+        }
+    }
+    paths
+}
+
+/// A tool error in Claude Code's words: the call did not run (validation, a sibling
+/// call's error) when wrapped in `<tool_use_error>`.
+fn failure_of(text: &str) -> &'static str {
+    if text.contains("InputValidationError") {
+        "parse_error"
+    } else if text.contains("does not exist") || text.contains("No such file") || text.contains("ENOENT") {
+        "not_found"
+    } else {
+        "other"
+    }
+}
+
+fn did_not_run(res: Option<&Res>) -> bool {
+    res.is_some_and(|r| r.is_error && r.text.trim_start().starts_with("<tool_use_error>"))
+}
+
+fn duration(start: Option<&str>, end: Option<&str>) -> Option<f64> {
+    let (a, b) = (parse_ts(start?)?, parse_ts(end?)?);
+    let ms = (b - a).num_milliseconds();
+    (ms >= 0).then_some(ms as f64)
+}
+
+/// Claude Code reports every exit but 0 as an error carrying its code (section 3), so a
+/// result that is no error, not interrupted, not backgrounded and carries no
+/// `returnCodeInterpretation` (a non-zero code it calls normal: grep's 1) exited 0.
+fn bash_exit(res: &Res) -> Option<i64> {
+    let s = res.structured.as_ref().and_then(Value::as_object);
+    let field = |k: &str| s.and_then(|s| s.get(k)).filter(|v| !v.is_null() && v.as_str() != Some(""));
+    let clean = !res.is_error
+        && field("returnCodeInterpretation").is_none()
+        && field("backgroundTaskId").is_none()
+        && s.and_then(|s| s.get("interrupted")).and_then(Value::as_bool) != Some(true)
+        && !res.text.starts_with("Command running in background");
+    clean.then_some(0)
+}
+
+/// What the whole stream showed, for the caller's notes.
+#[derive(Debug, Default)]
+pub(super) struct Summary {
+    pub calls: usize,
+    pub subagent_calls: usize,
+    pub without_result: usize,
+    /// The session's last word was a message the tool wrote for a failed request.
+    pub ended_in_error: Option<String>,
+}
+
+pub(super) fn emit(
+    rec: &mut Recorder,
+    events: &[Ev],
+    results: &HashMap<String, Res>,
+    denied: &HashSet<String>,
+) -> Summary {
+    let mut summary = Summary::default();
+    let claims = claims(events);
+    // Text a person typed before the agent first acted is the run's first prompt.
+    let first_act = events
+        .iter()
+        .position(|e| !e.sub && matches!(e.what, What::Text(_) | What::Call { .. }))
+        .unwrap_or(events.len());
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut decided: HashSet<&str> = HashSet::new();
+    for (i, ev) in events.iter().enumerate() {
+        let ts = ev.ts.as_deref();
+        rec.saw_time(ts);
+        match &ev.what {
+            What::Call { id, name, input } => {
+                // One call, once: a subagent's calls may also be copied into the session file.
+                if !id.is_empty() && !seen.insert(id.as_str()) {
+                    continue;
+                }
+                names.insert(id.as_str(), name.as_str());
+                let res = results.get(id);
+                summary.calls += 1;
+                summary.subagent_calls += usize::from(ev.sub);
+                summary.without_result += usize::from(res.is_none());
+                call(rec, ev, id, name, input, res, denied);
+            }
+            What::Results(ids) => {
+                for id in ids {
+                    let name = names.get(id.as_str()).copied().unwrap_or("tool");
+                    let Some(res) = results.get(id).filter(|_| decided.insert(id.as_str())) else {
+                        continue;
+                    };
+                    match refusal(id, Some(res), denied, name) {
+                        Some(Refused::Person(reason)) => {
+                            rec.person_decision(ts, false, &reason);
+                        }
+                        _ if person_approved(res) => {
+                            rec.person_decision(ts, true, &format!("approved the {name} call"));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            What::Person { text, .. } if i > first_act => {
+                rec.person_message(ts, text);
+            }
+            What::Abort(text) => {
+                rec.person_abort(ts, text);
+            }
+            What::PersonShell { command, output } if i > first_act => {
+                rec.person_command(Call::new("Bash").ts(ev.ts.clone()).output(output.clone()), command);
+            }
+            _ => {}
+        }
+        if claims[i] {
+            if let What::Text(text) = &ev.what {
+                rec.complete(ts, Some(text));
+            }
+        }
+    }
+    let last =
+        events.iter().rev().find(|e| !e.sub && matches!(e.what, What::Text(_) | What::Call { .. } | What::ApiError(_)));
+    if let Some(Ev { what: What::ApiError(text), .. }) = last {
+        summary.ended_in_error = Some(text.clone());
+    }
+    summary
+}
+
+fn person_approved(res: &Res) -> bool {
+    let d = res.decision.as_ref().and_then(Value::as_object);
+    let accepted =
+        d.and_then(|d| d.get("decision").and_then(Value::as_str)).is_some_and(|d| matches!(d, "accept" | "allow"));
+    accepted && d.and_then(|d| d.get("source").and_then(Value::as_str)) == Some("user")
+}
+
+fn call(rec: &mut Recorder, ev: &Ev, id: &str, name: &str, input: &Value, res: Option<&Res>, denied: &HashSet<String>) {
+    let shell = name == "Bash";
+    let command = if shell {
+        input.get("command").and_then(Value::as_str).unwrap_or("").to_string()
+    } else {
+        serde_json::to_string(input).unwrap_or_default()
+    };
+    let mut c = Call::new(name).command(command.clone()).ts(ev.ts.clone());
+    c.duration_ms = duration(ev.ts.as_deref(), res.and_then(|r| r.ts.as_deref()));
+    let refused_kind =
+        if shell || (!is_edit(name) && kind_of(name).is_none()) { "run" } else { kind_of(name).unwrap_or("edit") };
+    if refusal(id, res, denied, name).is_some() {
+        rec.refused(c, refused_kind);
+        return;
+    }
+    let error_text = res.filter(|r| r.is_error).map(|r| r.text.as_str());
+    if !is_edit(name) && did_not_run(res) {
+        // Refused by the tool itself (invalid input, a sibling call's error): no command
+        // ran, so no check, no mutation, nothing opaque.
+        rec.refused(c.failure(failure_of(error_text.unwrap_or(""))), refused_kind);
+        return;
+    }
+    if shell {
+        if let Some(r) = res {
+            c.output = r.text.clone();
+            c.timed_out = r.is_error && r.text.contains("Command timed out after");
+            c.exit_code = bash_exit(r).map(|code| (code, Grade::Derived));
+            let interrupted =
+                r.structured.as_ref().and_then(|s| s.get("interrupted")).and_then(Value::as_bool) == Some(true);
+            if r.is_error && !c.timed_out && !interrupted && crate::shell::exit_code_from_text(&r.text).is_none() {
+                c.failure_type = Some("other");
+            }
+        }
+        rec.shell(c, &command);
+        return;
+    }
+    if let Some(t) = error_text {
+        c.failure_type = Some(failure_of(t));
+    }
+    let paths = paths_of(input, res);
+    if is_edit(name) {
+        let structured_type =
+            res.and_then(|r| r.structured.as_ref()).and_then(|s| s.get("type")).and_then(Value::as_str);
+        let created = name == "Write"
+            && (structured_type == Some("create")
+                || res.is_some_and(|r| r.text.starts_with("File created successfully")));
+        // No result at all: the outcome is unknown, so the file possibly changed.
+        let ok = error_text.is_none();
+        rec.edit(c, if created { EditKind::Create } else { EditKind::Edit }, &paths, ok);
+    } else if let Some(kind) = kind_of(name) {
+        rec.tool(c, kind, &paths);
+    } else {
+        rec.opaque(c);
+    }
+}
+
+/// Which events a completion claim follows: the agent's last words of each turn. A
+/// turn ends at `end_turn`, at the next thing a person does, at a boundary the tool
+/// writes (`turn_duration`, a stream-json `result`, the next file) or at the end of the
+/// log; one interrupted by the person (`[Request interrupted by user]`) claims nothing,
+/// and neither does one whose last act was a tool call.
+fn claims(events: &[Ev]) -> Vec<bool> {
+    let mut out = vec![false; events.len()];
+    let mut last: Option<(usize, bool)> = None;
+    for (i, ev) in events.iter().enumerate() {
+        if ev.sub {
+            continue;
+        }
+        match &ev.what {
+            What::Text(_) => last = Some((i, true)),
+            What::Call { .. } | What::ApiError(_) => last = Some((i, false)),
+            What::Abort(_) => last = None,
+            What::Person { mid_turn: true, .. } => {}
+            What::EndTurn | What::Boundary | What::Person { .. } | What::Command | What::PersonShell { .. } => {
+                if let Some((j, true)) = last.take() {
+                    out[j] = true;
+                }
+            }
+            What::Tick | What::Results(_) => {}
+        }
+    }
+    if let Some((j, true)) = last {
+        out[j] = true;
+    }
+    out
+}

@@ -1,0 +1,390 @@
+//! Claude Code's JSON Lines read into events, one file at a time: session transcripts
+//! (`~/.claude/projects/<dir>/<session>.jsonl` and their subagent files) and headless
+//! `--output-format stream-json` output. What a line means is decided here; what it
+//! becomes in the package is decided in `emit`.
+//!
+//! Both shapes carry the same Anthropic messages (`assistant` lines with `tool_use`
+//! blocks, `user` lines with `tool_result` blocks); they differ in the envelope: the
+//! transcript's `sessionId` / `toolUseResult` / `isSidechain`, stream-json's
+//! `session_id` / `tool_use_result` / `parent_tool_use_id` and its `result` lines.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::head::{object, str_of};
+use crate::{Input, Refusal};
+
+/// One thing that happened, in the order of its file.
+#[derive(Debug, Clone)]
+pub(super) struct Ev {
+    pub ts: Option<String>,
+    /// A subagent's (a sidechain line, a subagent file, `parent_tool_use_id` set).
+    pub sub: bool,
+    pub what: What,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum What {
+    /// A line that only shows a time.
+    Tick,
+    /// A `tool_use` block, where the call starts.
+    Call { id: String, name: String, input: Value },
+    /// The agent's words (a non-blank `text` block).
+    Text(String),
+    /// The assistant message ended the turn (`stop_reason: end_turn`).
+    EndTurn,
+    /// A message the tool wrote in the agent's place (`<synthetic>`, `isApiErrorMessage`).
+    ApiError(String),
+    /// A user line carrying these tool results (where a person's decision on them sits).
+    Results(Vec<String>),
+    /// Text a person typed; `mid_turn` when delivered while the agent worked.
+    Person { text: String, mid_turn: bool },
+    /// A slash command (`<command-name>`): a prompt, never an intervention.
+    Command,
+    /// `[Request interrupted by user...]`.
+    Abort(String),
+    /// `<bash-input>`: a command the person ran in the agent's shell (`!cmd`).
+    PersonShell { command: String, output: String },
+    /// A turn ended without an assistant marker (`turn_duration`, a stream-json
+    /// `result`, a harness `<task-notification>` starting a new turn, the next file).
+    Boundary,
+}
+
+/// A tool's result, matched to its call by `tool_use_id`.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Res {
+    pub text: String,
+    pub is_error: bool,
+    /// `toolUseResult` / `tool_use_result`: the tool's structured result.
+    pub structured: Option<Value>,
+    pub ts: Option<String>,
+    /// Newer versions' `permissionDecision` (`tool_result_meta[].permission_decision`).
+    pub decision: Option<Value>,
+}
+
+/// A stream-json `result` line: the end of one headless turn.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Outcome {
+    pub subtype: String,
+    pub is_error: bool,
+    pub usd: Option<f64>,
+    /// `usage` (input incl. cache, output).
+    pub usage: Option<(i64, i64)>,
+    /// `modelUsage` summed over models: the process's running total.
+    pub model_usage: Option<(i64, i64)>,
+    /// The models `modelUsage` names.
+    pub models: Vec<String>,
+}
+
+/// A transcript `cost-state` line (newer versions).
+#[derive(Debug, Clone)]
+pub(super) struct CostState {
+    pub start: Option<i64>,
+    pub usd: f64,
+    pub version: Option<String>,
+}
+
+/// Everything one file says.
+#[derive(Debug, Default)]
+pub(super) struct FileData {
+    pub events: Vec<Ev>,
+    pub results: HashMap<String, Res>,
+    /// `(message.id, tokens in, tokens out)` in file order; a message repeats per block.
+    pub usage: Vec<(String, i64, i64)>,
+    /// `message.model` of each assistant line, and whether a subagent's.
+    pub models: Vec<(String, bool)>,
+    pub versions: Vec<String>,
+    pub cwd: Option<String>,
+    pub session: Option<String>,
+    /// stream-json `system/init` `model`: the requested model.
+    pub init_model: Option<String>,
+    /// stream-json `permission_denials[].tool_use_id`.
+    pub denied: Vec<String>,
+    pub outcomes: Vec<Outcome>,
+    pub cost_states: Vec<CostState>,
+}
+
+pub(super) fn parse_file(input: &Input, stream: bool, sub_file: bool) -> Result<FileData, Refusal> {
+    let text = input.text()?;
+    let mut data = FileData::default();
+    for (i, raw) in text.split('\n').enumerate() {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let obj = object(input, i + 1, line)?;
+        if stream {
+            data.stream_line(&obj);
+        } else {
+            data.transcript_line(&obj, sub_file);
+        }
+    }
+    Ok(data)
+}
+
+impl FileData {
+    pub(super) fn push(&mut self, ts: Option<&str>, sub: bool, what: What) {
+        self.events.push(Ev { ts: ts.map(str::to_string), sub, what });
+    }
+
+    pub(super) fn tick(&mut self, ts: Option<&str>) {
+        if ts.is_some() {
+            self.push(ts, false, What::Tick);
+        }
+    }
+
+    pub(super) fn version(&mut self, v: Option<&str>) {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            if self.versions.last().map(String::as_str) != Some(v) {
+                self.versions.push(v.to_string());
+            }
+        }
+    }
+
+    fn transcript_line(&mut self, o: &Map<String, Value>, sub_file: bool) {
+        let ts = o.get("timestamp").and_then(Value::as_str);
+        let sub = sub_file || o.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        if self.session.is_none() {
+            self.session = o.get("sessionId").and_then(Value::as_str).map(str::to_string);
+        }
+        self.version(o.get("version").and_then(Value::as_str));
+        let ty = str_of(o, "type");
+        if !sub && self.cwd.is_none() && matches!(ty, "user" | "assistant") {
+            // The first line's: later lines follow the agent's `cd`s in some versions.
+            self.cwd = o.get("cwd").and_then(Value::as_str).map(str::to_string);
+        }
+        match ty {
+            "assistant" => {
+                let api_error = o.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
+                self.assistant(o.get("message"), ts, sub, api_error);
+            }
+            "user" => {
+                let flag = |k: &str| o.get(k).and_then(Value::as_bool) == Some(true);
+                if flag("isMeta") || flag("isCompactSummary") || flag("isVisibleInTranscriptOnly") {
+                    self.tick(ts);
+                } else {
+                    let decision = o.get("permissionDecision").cloned();
+                    self.user(o.get("message"), ts, sub, o.get("toolUseResult"), |_| decision.clone());
+                }
+            }
+            "progress" => {
+                // Older versions copy a running subagent's messages into the session file.
+                let data = o.get("data").and_then(Value::as_object);
+                match data.filter(|d| str_of(d, "type") == "agent_progress").and_then(|d| d.get("message")) {
+                    Some(Value::Object(inner)) => {
+                        let its = inner.get("timestamp").and_then(Value::as_str).or(ts);
+                        match str_of(inner, "type") {
+                            "assistant" => self.assistant(inner.get("message"), its, true, false),
+                            "user" => self.user(inner.get("message"), its, true, inner.get("toolUseResult"), |_| None),
+                            _ => self.tick(ts),
+                        }
+                    }
+                    _ => self.tick(ts),
+                }
+            }
+            "system" if !sub && str_of(o, "subtype") == "turn_duration" => self.push(ts, false, What::Boundary),
+            "attachment" if !sub => {
+                // A prompt the person typed while the agent worked, folded into the
+                // running turn (no user line is written for it).
+                let att = o.get("attachment").and_then(Value::as_object);
+                let typed = att.filter(|a| {
+                    str_of(a, "type") == "queued_command"
+                        && str_of(a, "commandMode") == "prompt"
+                        // `peer` (another session's message), `auto-continuation`: not a person.
+                        && a.get("origin").and_then(|x| x.get("kind")).and_then(Value::as_str).unwrap_or("human") == "human"
+                        && a.get("isMeta").and_then(Value::as_bool) != Some(true)
+                        && o.get("isMeta").and_then(Value::as_bool) != Some(true)
+                });
+                match typed.map(|a| content_text(a.get("prompt"))) {
+                    Some(p) => self.user_text(&p, ts, false, true),
+                    None => self.tick(ts),
+                }
+            }
+            "cost-state" => {
+                if let Some(usd) = o.get("totalCostUSD").and_then(Value::as_f64) {
+                    let version = self.versions.last().cloned();
+                    self.cost_states.push(CostState {
+                        start: o.get("startTime").and_then(Value::as_i64),
+                        usd,
+                        version,
+                    });
+                }
+            }
+            _ => self.tick(ts),
+        }
+    }
+
+    pub(super) fn assistant(&mut self, message: Option<&Value>, ts: Option<&str>, sub: bool, api_error: bool) {
+        let Some(m) = message.and_then(Value::as_object) else {
+            return self.tick(ts);
+        };
+        let model = str_of(m, "model");
+        let synthetic = api_error || model == "<synthetic>";
+        if !synthetic && !model.is_empty() {
+            self.models.push((model.to_string(), sub));
+        }
+        if let (Some(id), Some(u)) = (m.get("id").and_then(Value::as_str), m.get("usage").and_then(Value::as_object)) {
+            if !synthetic {
+                let (tin, tout) = usage_pair(u);
+                self.usage.push((id.to_string(), tin, tout));
+            }
+        }
+        let before = self.events.len();
+        let blocks: Vec<Value> = match m.get("content") {
+            Some(Value::Array(a)) => a.clone(),
+            Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+            _ => Vec::new(),
+        };
+        for b in &blocks {
+            let Some(b) = b.as_object() else { continue };
+            match str_of(b, "type") {
+                "text" => {
+                    let text = str_of(b, "text");
+                    if synthetic {
+                        if !sub {
+                            self.push(ts, false, What::ApiError(text.to_string()));
+                        }
+                    } else if !text.trim().is_empty() {
+                        self.push(ts, sub, What::Text(text.to_string()));
+                    }
+                }
+                "tool_use" => {
+                    let id = str_of(b, "id").to_string();
+                    let name = str_of(b, "name").to_string();
+                    let input = b.get("input").cloned().unwrap_or(Value::Null);
+                    self.push(ts, sub, What::Call { id, name, input });
+                }
+                _ => {}
+            }
+        }
+        if !sub && str_of(m, "stop_reason") == "end_turn" {
+            self.push(ts, false, What::EndTurn);
+        }
+        if self.events.len() == before {
+            self.tick(ts);
+        }
+    }
+
+    pub(super) fn user(
+        &mut self,
+        message: Option<&Value>,
+        ts: Option<&str>,
+        sub: bool,
+        structured: Option<&Value>,
+        decision: impl Fn(&str) -> Option<Value>,
+    ) {
+        let Some(m) = message.and_then(Value::as_object) else {
+            return self.tick(ts);
+        };
+        let blocks = match m.get("content") {
+            Some(Value::String(s)) => return self.user_text(s, ts, sub, false),
+            Some(Value::Array(a)) => a,
+            _ => return self.tick(ts),
+        };
+        // `toolUseResult` belongs to the line; it is a result's only when the line has one.
+        let single =
+            blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")).count() == 1;
+        let mut ids = Vec::new();
+        let mut texts = Vec::new();
+        for b in blocks.iter().filter_map(Value::as_object) {
+            match str_of(b, "type") {
+                "tool_result" => {
+                    let id = str_of(b, "tool_use_id").to_string();
+                    let res = Res {
+                        text: content_text(b.get("content")),
+                        is_error: b.get("is_error").and_then(Value::as_bool) == Some(true),
+                        structured: if single { structured.cloned() } else { None },
+                        ts: ts.map(str::to_string),
+                        decision: decision(&id),
+                    };
+                    // A subagent's result may be in its file and in a progress copy: the first kept.
+                    self.results.entry(id.clone()).or_insert(res);
+                    ids.push(id);
+                }
+                "text" => texts.push(str_of(b, "text").to_string()),
+                _ => {}
+            }
+        }
+        if !ids.is_empty() {
+            self.push(ts, sub, What::Results(ids));
+        }
+        for t in texts {
+            self.user_text(&t, ts, sub, false);
+        }
+        if blocks.is_empty() {
+            self.tick(ts);
+        }
+    }
+
+    /// A user line's text, sorted into what a person did and what the tool wrote.
+    fn user_text(&mut self, text: &str, ts: Option<&str>, sub: bool, mid_turn: bool) {
+        let t = text.trim_start();
+        if sub || t.is_empty() {
+            // A subagent's "user" is the agent that called it.
+            return self.tick(ts);
+        }
+        if t.starts_with("[Request interrupted by user") {
+            return self.push(ts, false, What::Abort(t.to_string()));
+        }
+        if t.starts_with("<bash-input>") {
+            let command = between(t, "<bash-input>", "</bash-input>").to_string();
+            return self.push(ts, false, What::PersonShell { command, output: String::new() });
+        }
+        if t.starts_with("<bash-stdout>") || t.starts_with("<bash-stderr>") {
+            if let Some(Ev { what: What::PersonShell { output, .. }, .. }) = self.events.last_mut() {
+                let out = between(t, "<bash-stdout>", "</bash-stdout>");
+                let err = between(t, "<bash-stderr>", "</bash-stderr>");
+                *output = [out, err].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
+            }
+            return self.tick(ts);
+        }
+        if t.starts_with("<task-notification>") {
+            // The harness starts a turn of its own (a background task finished).
+            return self.push(ts, false, What::Boundary);
+        }
+        if t.starts_with("<command-") {
+            return self.push(ts, false, What::Command);
+        }
+        const HARNESS: [&str; 8] = [
+            "<local-command-",
+            "<agent-message",
+            "<channel",
+            "<system-reminder>",
+            "<user-prompt-submit-hook>",
+            "<user-memory-input>",
+            "Caveat: The messages below were generated",
+            "This session is being continued from a previous conversation",
+        ];
+        if HARNESS.iter().any(|p| t.starts_with(p)) {
+            return self.tick(ts);
+        }
+        self.push(ts, false, What::Person { text: text.to_string(), mid_turn });
+    }
+}
+
+/// `input_tokens` counts only what was not read from or written to the prompt cache;
+/// every token the model read is the sum of the three.
+pub(super) fn usage_pair(u: &Map<String, Value>) -> (i64, i64) {
+    let n = |k: &str| u.get(k).and_then(Value::as_i64).unwrap_or(0);
+    (n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"), n("output_tokens"))
+}
+
+/// A tool result's content: a string, or text blocks (Task, MCP tools).
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) => {
+            a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
+fn between<'a>(text: &'a str, open: &str, close: &str) -> &'a str {
+    let Some(start) = text.find(open).map(|i| i + open.len()) else {
+        return "";
+    };
+    let rest = &text[start..];
+    rest.find(close).map_or(rest, |end| &rest[..end]).trim()
+}

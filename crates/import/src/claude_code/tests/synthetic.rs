@@ -1,0 +1,302 @@
+//! Logs written here, for what the fixtures do not show: a headless run refused by the
+//! permission policy and resumed, a person's `!` command, a message typed mid-turn,
+//! settings and hook refusals, and the running-total arithmetic.
+
+use super::{exit_codes, import_paths, tools, write_temp};
+use crate::Options;
+
+fn line(v: serde_json::Value) -> String {
+    serde_json::to_string(&v).unwrap()
+}
+
+/// A headless run whose Bash is refused by the permission policy, its `--resume`
+/// joined after it: a refusal that is no intervention; the totals counted per process.
+#[test]
+fn headless_denials_and_resumes() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let sid = "11111111-2222-3333-4444-555555555555";
+    let asst = |id: &str, ts: &str, content: serde_json::Value| {
+        line(json!({"type": "assistant", "session_id": sid, "timestamp": ts, "parent_tool_use_id": null,
+            "message": {"id": id, "model": "claude-sonnet-4-5", "role": "assistant", "content": content, "usage": {"input_tokens": 1, "output_tokens": 1}}}))
+    };
+    let init = |v: &str| {
+        line(
+            json!({"type": "system", "subtype": "init", "session_id": sid, "cwd": "/srv/app", "model": "claude-sonnet-4-5", "claude_code_version": v}),
+        )
+    };
+    let first = [
+        init("2.1.100"),
+        asst(
+            "m1",
+            "2026-01-01T10:00:00Z",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}]),
+        ),
+        line(
+            json!({"type": "user", "session_id": sid, "timestamp": "2026-01-01T10:00:01Z", "parent_tool_use_id": null,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": true,
+            "content": "Claude requested permissions to use Bash, but you haven't granted it yet."}]}}),
+        ),
+        asst("m2", "2026-01-01T10:00:02Z", json!([{"type": "text", "text": "I could not run the tests."}])),
+        line(
+            json!({"type": "result", "subtype": "success", "is_error": false, "session_id": sid, "total_cost_usd": 0.5,
+            "usage": {"input_tokens": 100, "output_tokens": 10}, "permission_denials": [{"tool_name": "Bash", "tool_use_id": "t1", "tool_input": {}}]}),
+        ),
+    ];
+    let second = [
+        init("2.1.100"),
+        asst(
+            "m3",
+            "2026-01-01T11:00:00Z",
+            json!([{"type": "tool_use", "id": "t2", "name": "Edit", "input": {"file_path": "/srv/app/a.py", "old_string": "a", "new_string": "b"}}]),
+        ),
+        line(
+            json!({"type": "user", "session_id": sid, "timestamp": "2026-01-01T11:00:01Z", "parent_tool_use_id": null,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "The file /srv/app/a.py has been updated."}]}}),
+        ),
+        asst(
+            "m4",
+            "2026-01-01T11:00:02Z",
+            json!([{"type": "tool_use", "id": "t3", "name": "Bash", "input": {"command": "pytest tests/test_a.py"}}]),
+        ),
+        line(
+            json!({"type": "user", "session_id": sid, "timestamp": "2026-01-01T11:00:03Z", "parent_tool_use_id": null,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t3", "is_error": false, "content": "1 passed"}]},
+            "tool_use_result": {"stdout": "1 passed", "stderr": "", "interrupted": false}}),
+        ),
+        asst("m5", "2026-01-01T11:00:04Z", json!([{"type": "text", "text": "Done."}])),
+        line(
+            json!({"type": "result", "subtype": "success", "is_error": false, "session_id": sid, "total_cost_usd": 0.25,
+            "usage": {"input_tokens": 50, "output_tokens": 5}}),
+        ),
+    ];
+    // Named so that path order is the reverse of time order.
+    let a = write_temp(&dir, "b-first.jsonl", &first.join("\n"));
+    let b = write_temp(&dir, "a-resume.jsonl", &second.join("\n"));
+    let (plan, runs) = import_paths(&[b, a], &Options::default());
+    assert_eq!(plan.units.len(), 1);
+    assert!(plan.units[0].files[0].path.ends_with("b-first.jsonl"));
+    let run = runs.into_iter().next().unwrap().unwrap();
+    let e = &run.package.episode;
+    assert_eq!(exit_codes(e), vec![("Bash".into(), None), ("Edit".into(), None), ("Bash".into(), Some(0))]);
+    assert_eq!(tools(e)[0].failure_type, "permission_denied");
+    // A policy's refusal is not a person's.
+    assert!(e.interventions.as_deref().unwrap().is_empty());
+    let checks: Vec<(&str, &str, u64)> = e
+        .checks
+        .as_deref()
+        .unwrap()
+        .iter()
+        .map(|c| (c.method.as_deref().unwrap(), c.result.as_deref().unwrap(), c.bound_revision))
+        .collect();
+    assert_eq!(checks, vec![("targeted_test", "pass", 1)]);
+    assert_eq!(e.derived.posture, "current");
+    // One claim per turn (per result), the last turn's last.
+    let claims = e.actions.as_deref().unwrap().iter().filter(|a| a.kind.as_deref() == Some("complete")).count();
+    assert_eq!(claims, 2);
+    assert_eq!(e.outcome.agent_reported_complete, Some(true));
+    // Before 2.1.277 each process's total starts at 0: they add.
+    assert_eq!(e.outcome.cost_usd, Some(0.75));
+    assert_eq!(e.outcome.tokens_in, Some(150));
+    assert_eq!(e.outcome.label, None);
+}
+
+/// A transcript with a person's `!` command, a queued message, a policy refusal and a
+/// hook block.
+#[test]
+fn person_commands_and_policy_refusals_in_a_transcript() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let sid = "99999999-2222-3333-4444-555555555555";
+    let base = |ty: &str, ts: &str| json!({"type": ty, "sessionId": sid, "timestamp": ts, "cwd": "/w/proj", "version": "2.0.50", "isSidechain": false});
+    let with = |mut v: serde_json::Value, k: &str, x: serde_json::Value| {
+        v[k] = x;
+        line(v)
+    };
+    let user_text = |ts: &str, t: &str| with(base("user", ts), "message", json!({"role": "user", "content": t}));
+    let asst = |ts: &str, id: &str, content: serde_json::Value| {
+        with(
+            base("assistant", ts),
+            "message",
+            json!({"id": id, "model": "claude-opus-4-1", "role": "assistant", "content": content}),
+        )
+    };
+    let result = |ts: &str, id: &str, text: &str, err: bool| {
+        with(
+            base("user", ts),
+            "message",
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": err}]}),
+        )
+    };
+    let lines = [
+        user_text("2026-01-01T10:00:00Z", "fix the bug"),
+        asst(
+            "2026-01-01T10:00:01Z",
+            "m1",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "rm -rf build"}}]),
+        ),
+        result("2026-01-01T10:00:02Z", "t1", "Permission to use Bash with command rm -rf build has been denied.", true),
+        asst(
+            "2026-01-01T10:00:03Z",
+            "m2",
+            json!([{"type": "tool_use", "id": "t2", "name": "Write", "input": {"file_path": "/w/proj/x.py", "content": ""}}]),
+        ),
+        result("2026-01-01T10:00:04Z", "t2", "PreToolUse:Write hook error: [check.sh]: blocked", true),
+        with(
+            base("attachment", "2026-01-01T10:00:05Z"),
+            "attachment",
+            json!({"type": "queued_command", "commandMode": "prompt", "origin": {"kind": "human"}, "prompt": "also update the docs"}),
+        ),
+        asst("2026-01-01T10:00:06Z", "m3", json!([{"type": "text", "text": "I was not allowed to."}])),
+        user_text("2026-01-01T10:01:00Z", "<bash-input>make test</bash-input>"),
+        user_text("2026-01-01T10:01:01Z", "<bash-stdout>ok</bash-stdout><bash-stderr></bash-stderr>"),
+        user_text("2026-01-01T10:02:00Z", "<local-command-stdout>done</local-command-stdout>"),
+    ];
+    let p = write_temp(&dir, &format!("{sid}.jsonl"), &lines.join("\n"));
+    let (_, runs) = import_paths(&[p], &Options::default());
+    let run = runs.into_iter().next().unwrap().unwrap();
+    let e = &run.package.episode;
+    // The person's `make test` is a tools record too.
+    assert_eq!(exit_codes(e), vec![("Bash".into(), None), ("Write".into(), None), ("Bash".into(), None)]);
+    assert_eq!(tools(e)[0].failure_type, "permission_denied");
+    assert_eq!(tools(e)[1].failure_type, "permission_denied");
+    assert_eq!(e.derived.final_revision, 0);
+    let iv: Vec<(&str, &str)> = e
+        .interventions
+        .as_deref()
+        .unwrap()
+        .iter()
+        .map(|i| (i.kind.as_deref().unwrap(), i.reason.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(iv, vec![("other", "also update the docs"), ("other", "make test")]);
+    // The mid-turn message does not end the turn: its last words are the claim, and the
+    // person's command after it leaves the run not reported complete.
+    let claims = e.actions.as_deref().unwrap().iter().filter(|a| a.kind.as_deref() == Some("complete")).count();
+    assert_eq!(claims, 1);
+    assert_eq!(e.outcome.agent_reported_complete, Some(false));
+    assert_eq!(e.manifest.cluster, "proj");
+    // No usage on these messages: no cost.
+    assert_eq!(e.outcome.tokens_in, None);
+}
+
+#[test]
+fn running_totals_count_each_process_once() {
+    use super::super::{restores_totals, session_total};
+    assert!(!restores_totals(Some("2.1.276")));
+    assert!(restores_totals(Some("2.1.277")));
+    assert!(restores_totals(Some("2.2.0")));
+    assert!(!restores_totals(None));
+    // Per process from 0: they add.
+    assert_eq!(session_total(&[(0.5, false), (0.25, false)]), 0.75);
+    // A resumed process restating the earlier total: its growth counts.
+    assert_eq!(session_total(&[(0.5, true), (0.75, true)]), 0.75);
+    // A total below the earlier one is a fresh count even in a restoring version.
+    assert_eq!(session_total(&[(0.5, true), (0.25, true)]), 0.75);
+}
+
+/// Results that are not exits: a timeout, a call the tool refused to start, a person's
+/// rejection with words, and a session that ends on an API error the tool wrote.
+#[test]
+fn timeouts_unstarted_calls_and_api_errors() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let sid = "77777777-2222-3333-4444-555555555555";
+    let base = |ty: &str, ts: &str| json!({"type": ty, "sessionId": sid, "timestamp": ts, "cwd": "/w/p", "version": "1.0.80", "isSidechain": false});
+    let with = |mut v: serde_json::Value, k: &str, x: serde_json::Value| {
+        v[k] = x;
+        line(v)
+    };
+    let asst = |ts: &str, id: &str, model: &str, content: serde_json::Value| {
+        with(
+            base("assistant", ts),
+            "message",
+            json!({"id": id, "model": model, "role": "assistant", "content": content}),
+        )
+    };
+    let call = |ts: &str, id: &str, command: &str| {
+        asst(
+            ts,
+            id,
+            "claude-sonnet-4",
+            json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": command}}]),
+        )
+    };
+    let result = |ts: &str, id: &str, text: &str| {
+        with(
+            base("user", ts),
+            "message",
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": true}]}),
+        )
+    };
+    let lines = [
+        with(base("user", "2026-01-01T10:00:00Z"), "message", json!({"role": "user", "content": "run the tests"})),
+        call("2026-01-01T10:00:01Z", "t1", "pytest"),
+        result("2026-01-01T10:02:01Z", "t1", "Command timed out after 2m 0.0s"),
+        call("2026-01-01T10:02:02Z", "t2", "pytest -x"),
+        result("2026-01-01T10:02:03Z", "t2", "<tool_use_error>InputValidationError: bad input</tool_use_error>"),
+        call("2026-01-01T10:02:04Z", "t3", "rm -rf /w/p/build"),
+        result(
+            "2026-01-01T10:02:05Z",
+            "t3",
+            "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\nkeep the build folder",
+        ),
+        with(
+            base("assistant", "2026-01-01T10:02:06Z"),
+            "message",
+            json!({"id": "e1", "model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "API Error: 500 Internal server error"}]}),
+        ),
+    ];
+    let p = write_temp(&dir, &format!("{sid}.jsonl"), &lines.join("\n"));
+    let (_, runs) = import_paths(std::slice::from_ref(&p), &Options::default());
+    let run = runs.into_iter().next().unwrap().unwrap();
+    let e = &run.package.episode;
+    assert_eq!(e.manifest.model, "claude-sonnet-4"); // `<synthetic>` is not a model
+    assert_eq!(exit_codes(e), vec![("Bash".into(), None), ("Bash".into(), None), ("Bash".into(), None)]);
+    let t = tools(e);
+    assert!(t[0].timed_out);
+    assert_eq!(t[0].failure_type, "timeout");
+    assert_eq!(t[0].duration_ms, Some(120000.0));
+    assert_eq!(t[1].failure_type, "parse_error");
+    assert_eq!(t[2].failure_type, "permission_denied");
+    // The timed-out pytest is a check; the call that never started is not.
+    let checks: Vec<(&str, &str)> =
+        e.checks.as_deref().unwrap().iter().map(|c| (c.check_id.as_str(), c.result.as_deref().unwrap())).collect();
+    assert_eq!(checks, vec![("regression:pytest", "timeout")]);
+    let iv: Vec<(&str, &str)> = e
+        .interventions
+        .as_deref()
+        .unwrap()
+        .iter()
+        .map(|i| (i.kind.as_deref().unwrap(), i.reason.as_deref().unwrap()))
+        .collect();
+    assert_eq!(iv, vec![("other", "keep the build folder")]);
+    assert_eq!(e.outcome.stop_reason, "infra_error");
+    assert_eq!(e.outcome.agent_reported_complete, Some(false));
+    assert_eq!(e.derived.final_revision, 0);
+}
+
+/// A log whose only assistant lines are the tool's own (`<synthetic>`) names no model.
+#[test]
+fn a_log_naming_no_model_is_refused_without_one() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let sid = "88888888-2222-3333-4444-555555555555";
+    let lines = [
+        line(
+            json!({"type": "user", "sessionId": sid, "timestamp": "2026-01-01T10:00:00Z", "message": {"role": "user", "content": "hi"}}),
+        ),
+        line(
+            json!({"type": "assistant", "sessionId": sid, "timestamp": "2026-01-01T10:00:01Z", "isApiErrorMessage": true,
+            "message": {"id": "e", "model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "Claude AI usage limit reached"}]}}),
+        ),
+    ];
+    let p = write_temp(&dir, &format!("{sid}.jsonl"), &lines.join("\n"));
+    let (_, runs) = import_paths(std::slice::from_ref(&p), &Options::default());
+    let r = runs.into_iter().next().unwrap().unwrap_err();
+    assert!(r.reason.contains("names no model"), "{r}");
+    let options = Options { model: Some("claude-x".into()), ..Options::default() };
+    let (_, runs) = import_paths(std::slice::from_ref(&p), &options);
+    let e = runs.into_iter().next().unwrap().unwrap().package.episode;
+    assert_eq!(e.manifest.model, "claude-x");
+    assert_eq!(e.outcome.stop_reason, "budget_exhausted");
+}

@@ -1,0 +1,196 @@
+//! SWE-agent `.traj` files, 0.x and 1.x (importers-v1 sections 2-6).
+//!
+//! A trajectory is one run. Its steps (`trajectory[]`: `action`, `observation`,
+//! `execution_time` in 1.x) are the tool calls, in order; the run's configuration (0.x
+//! `args.yaml`, 1.x `<id>.config.yaml` or the trajectory's own `replay_config`) names the
+//! model; its prediction (`all_preds.jsonl` line, `<id>.pred`) is read with it when given.
+//! The parts: [`config`] (configuration files), [`preds`] (predictions, shared with
+//! mini-SWE-agent, whose `preds.json` has the same shape) and `traj` (the steps).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{Context, Format, Input, Part, Plan, Recorder, Refusal, Unit};
+
+pub(crate) mod config;
+pub(crate) mod preds;
+mod traj;
+
+#[cfg(test)]
+mod tests;
+
+pub(crate) fn plan(inputs: Vec<Arc<Input>>, plan: &mut Plan) {
+    let format = Format::SweAgent;
+    let mut trajs = Vec::new();
+    let mut configs: Vec<Arc<Input>> = Vec::new();
+    let mut predictions = Vec::new();
+    for input in inputs {
+        if config::is_config_name(&input.file_name()) {
+            configs.push(input);
+        } else if let Some(shape) = preds::shape_of(&input.path) {
+            predictions.push((input, shape));
+        } else {
+            trajs.push(input);
+        }
+    }
+
+    // One unit per trajectory, with the configuration that describes it (one file: the
+    // closest), shared between the runs of a folder so it is hashed once.
+    let given: Vec<PathBuf> = configs.iter().map(|c| c.path.clone()).collect();
+    let mut by_path: HashMap<PathBuf, Arc<Input>> = configs.iter().map(|c| (c.path.clone(), c.clone())).collect();
+    let mut looked: HashMap<PathBuf, bool> = HashMap::new();
+    let mut used: HashSet<PathBuf> = HashSet::new();
+    let mut args_in: HashMap<PathBuf, Vec<PathBuf>> = HashMap::new();
+    for traj in trajs {
+        let mut files = vec![traj.clone()];
+        if let (Some(stem), Some(dir)) = (preds::traj_stem(&traj.file_name()), traj.path.parent()) {
+            let args = args_in.entry(dir.to_path_buf()).or_insert_with(|| config::args_files(dir, &given));
+            for cand in config::candidates(&traj.path, &stem, args) {
+                let ok = by_path.contains_key(&cand)
+                    || *looked.entry(cand.clone()).or_insert_with(|| cand.is_file() && looks_like_config(&cand));
+                if ok {
+                    let input =
+                        by_path.entry(cand.clone()).or_insert_with(|| Arc::new(Input::new(cand.clone(), format)));
+                    files.push(input.clone());
+                    used.insert(cand);
+                    break;
+                }
+            }
+        }
+        plan.units.push(Unit { format, files, part: Part::Whole });
+    }
+
+    for (input, shape) in predictions {
+        join_predictions(format, input, shape, plan);
+    }
+
+    for c in configs {
+        if used.contains(&c.path) {
+            continue;
+        }
+        let dir = c.path.parent().map(|d| d.to_path_buf());
+        let beside = plan
+            .units
+            .iter()
+            .filter_map(preds::unit_instance)
+            .any(|(_, d)| dir.as_deref().is_some_and(|dir| preds::near(dir, &d)));
+        if beside {
+            plan.cover(format, &c, "a run configuration; the runs beside it were read with a closer one");
+        } else {
+            plan.refuse(
+                format,
+                c.refuse(None, "a SWE-agent run configuration, not a trajectory: no trajectory beside it in this call"),
+            );
+        }
+    }
+}
+
+/// Joins a predictions file to the trajectories of the call (see [`preds`]): a run's own
+/// prediction (a line, a `.pred`) becomes part of its SWE-agent unit; a merged document is
+/// covered; what matches no run is refused. Used by both SWE-agent formats' plans.
+pub(crate) fn join_predictions(format: Format, input: Arc<Input>, shape: preds::Shape, plan: &mut Plan) {
+    let indexed = match preds::index(&input, shape) {
+        Ok(i) => i,
+        Err(r) => {
+            plan.refuse(format, r);
+            return;
+        }
+    };
+    let Some(dir) = input.path.parent().map(|d| d.to_path_buf()) else {
+        return;
+    };
+    let mut by_instance: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, unit) in plan.units.iter().enumerate() {
+        if matches!(unit.format, Format::SweAgent | Format::MiniSweAgent) {
+            if let Some((id, d)) = preds::unit_instance(unit) {
+                if preds::near(&dir, &d) {
+                    by_instance.entry(id).or_default().push(i);
+                }
+            }
+        }
+    }
+    let mut matched = Vec::with_capacity(indexed.predictions.len());
+    let mut joined = false;
+    for p in &indexed.predictions {
+        let units = by_instance.get(&p.instance_id).cloned().unwrap_or_default();
+        matched.push(!units.is_empty());
+        if shape == preds::Shape::Document {
+            continue;
+        }
+        for i in units {
+            let unit = &mut plan.units[i];
+            let has_prediction = unit.files.iter().skip(1).any(|f| !config::is_config_name(&f.file_name()));
+            if unit.format == Format::SweAgent && !has_prediction {
+                unit.files.push(input.clone());
+                joined = true;
+            }
+        }
+    }
+    preds::report(format, &input, indexed, &matched, joined, plan);
+}
+
+/// A YAML file on disk that reads as a SWE-agent run configuration (agent and model).
+fn looks_like_config(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    if f.take(256 * 1024).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    text.contains("agent") && (text.contains("model_name") || text.contains("per_instance_cost_limit"))
+}
+
+pub(crate) fn read(unit: &Unit, ctx: &Context) -> Vec<Result<Recorder, Refusal>> {
+    vec![traj::read(unit, ctx)]
+}
+
+// ---- shared with mini-SWE-agent -----------------------------------------------------------
+
+/// Parses a whole JSON log, refusing it at the line where it breaks.
+pub(crate) fn parse_json(input: &Input, bytes: &[u8], expected: &str) -> Result<Value, Refusal> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let what = if e.is_eof() { "truncated JSON" } else { "not valid JSON" };
+        Refusal::at_line(input.display(), e.line().max(1), format!("{what} ({e}); expected {expected}"))
+    })
+}
+
+/// A message's text: a string, or the `text` of its content parts.
+pub(crate) fn content_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Whether a submission is a diff (SWE-agent's EnIGMA mode submits flags, mini-SWE-agent
+/// whatever the final command printed): only a diff becomes `patch.diff`.
+pub(crate) fn looks_like_diff(s: &str) -> bool {
+    let mut minus = false;
+    for line in s.lines() {
+        if line.starts_with("diff --git ") || (minus && line.starts_with("+++ ")) {
+            return true;
+        }
+        minus = line.starts_with("--- ");
+    }
+    false
+}
+
+/// `task.cluster`: the repository when a structured field or the SWE-bench instance id
+/// names it, else the working directory's last component.
+pub(crate) fn cluster(rec: &mut Recorder, repository: Option<String>, instance_id: &str) {
+    let from_dir = rec.workdir_known().and_then(|d| d.rsplit('/').find(|p| !p.is_empty())).map(str::to_string);
+    if let Some(c) = repository.or_else(|| config::swe_bench_repo(instance_id)).or(from_dir) {
+        rec.cluster(c);
+    }
+}

@@ -1,0 +1,374 @@
+//! The one writer of the package format: every producer (importers, the synthetic
+//! population) builds packages through [`PackageBuilder`], so the format is spelled in
+//! one place and no invalid package can leave it ([`PackageBuilder::finish`] validates).
+//!
+//! Records are pushed in stream order and get their `seq` from the builder. JSON is
+//! written deterministically: the same calls give the same bytes, so the same input
+//! gives the same episode id.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::Problem;
+use crate::model::{Episode, TraceKind, TRACE_FILES};
+use crate::parse::{parse_package, MANIFEST_FILE, OUTCOME_FILE};
+use crate::source::RawPackage;
+use crate::Hash;
+
+/// How `manifest.json` and `outcome.json` are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonStyle {
+    /// Two-space indentation and a final newline.
+    Pretty,
+    /// One line and a final newline.
+    Compact,
+}
+
+/// The byte layout of what the builder writes. Importers write sorted keys (the bytes
+/// then depend only on the values); the synthetic population keeps its own insertion
+/// order, which its episode ids (in goldens and baselines) were computed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub sorted_keys: bool,
+    pub documents: JsonStyle,
+}
+
+impl Layout {
+    /// Sorted keys, pretty documents: what importers write.
+    pub const SORTED: Layout = Layout { sorted_keys: true, documents: JsonStyle::Pretty };
+    /// Keys in the order they were inserted.
+    pub const AS_GIVEN: Layout = Layout { sorted_keys: false, documents: JsonStyle::Pretty };
+}
+
+/// A package that passed validation: its files (bytewise path order), its typed form
+/// and its episode id.
+#[derive(Debug, Clone)]
+pub struct BuiltPackage {
+    pub raw: RawPackage,
+    pub episode: Episode,
+}
+
+impl BuiltPackage {
+    pub fn id(&self) -> &Hash {
+        &self.raw.id
+    }
+
+    /// Writes the package as the directory `dir`, which must not exist: the files go
+    /// into a sibling directory that is renamed into place, so `dir` is either the
+    /// whole package or absent, never half-written.
+    pub fn write_dir(&self, dir: &Path) -> std::io::Result<()> {
+        let name = dir.file_name().ok_or_else(|| std::io::Error::other("the package directory needs a name"))?;
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent)?;
+        let staging = parent.join(format!(".{}.partial", name.to_string_lossy()));
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging)?;
+        }
+        let written = (|| {
+            for f in &self.raw.files {
+                let path = staging.join(&f.path);
+                std::fs::create_dir_all(path.parent().expect("a file path has a parent"))?;
+                std::fs::write(&path, &f.bytes)?;
+            }
+            std::fs::rename(&staging, dir)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_dir_all(&staging);
+        }
+        written
+    }
+}
+
+/// Builds one package. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct PackageBuilder {
+    name: String,
+    layout: Layout,
+    next_seq: u64,
+    /// `None`: the trace is not recorded (no file); `Some(empty)`: recorded, none.
+    traces: [Option<Vec<Map<String, Value>>>; 7],
+    manifest: Option<Value>,
+    outcome: Option<Value>,
+    files: BTreeMap<String, Vec<u8>>,
+}
+
+fn slot(kind: TraceKind) -> usize {
+    TRACE_FILES.iter().position(|(_, k)| *k == kind).expect("every kind has a file")
+}
+
+impl PackageBuilder {
+    /// `name` is how problems name the package (a source file, an output directory).
+    pub fn new(name: impl Into<String>, layout: Layout) -> PackageBuilder {
+        PackageBuilder {
+            name: name.into(),
+            layout,
+            next_seq: 0,
+            traces: Default::default(),
+            manifest: None,
+            outcome: None,
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// The `seq` the next pushed record gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Leaves `n` sequence numbers unused (a recorder that knows it missed events).
+    pub fn skip_seq(&mut self, n: u64) {
+        self.next_seq += n;
+    }
+
+    /// Marks a trace as recorded, so its file is written even when no record is pushed
+    /// ("recorded, none" rather than "not recorded").
+    pub fn record_trace(&mut self, kind: TraceKind) {
+        self.traces[slot(kind)].get_or_insert_with(Vec::new);
+    }
+
+    /// Appends a record to a trace with the next `seq` (inserted as the first key), and
+    /// returns that `seq`.
+    pub fn push(&mut self, kind: TraceKind, fields: Map<String, Value>) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut record = Map::with_capacity(fields.len() + 1);
+        record.insert("seq".into(), Value::from(seq));
+        record.extend(fields.into_iter().filter(|(k, _)| k != "seq"));
+        self.traces[slot(kind)].get_or_insert_with(Vec::new).push(record);
+        seq
+    }
+
+    /// Sets a field of an already pushed record (a failure's `recovered_by`, found later).
+    /// Returns false when no record of that trace has the `seq`.
+    pub fn set_field(&mut self, kind: TraceKind, seq: u64, field: &str, value: Value) -> bool {
+        let records = self.traces[slot(kind)].iter_mut().flatten();
+        match records.into_iter().find(|r| r.get("seq").and_then(Value::as_u64) == Some(seq)) {
+            Some(record) => {
+                record.insert(field.to_string(), value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The records pushed so far to a trace (`None` when it is not recorded).
+    pub fn records(&self, kind: TraceKind) -> Option<&[Map<String, Value>]> {
+        self.traces[slot(kind)].as_deref()
+    }
+
+    pub fn manifest(&mut self, manifest: Value) {
+        self.manifest = Some(manifest);
+    }
+
+    pub fn outcome(&mut self, outcome: Value) {
+        self.outcome = Some(outcome);
+    }
+
+    /// Adds any other file (patch, report, artifact). The manifest, outcome and trace
+    /// files are the builder's own, and a path must be relative, `/`-separated and
+    /// inside the package (spec 1).
+    pub fn file(&mut self, path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Result<(), Box<Problem>> {
+        let path = path.into();
+        let reserved = path == MANIFEST_FILE || path == OUTCOME_FILE || TRACE_FILES.iter().any(|(f, _)| *f == path);
+        if reserved {
+            return Err(self.problem(&path, "written by the builder from its records, not as a file"));
+        }
+        if !relative_inside(&path) {
+            return Err(self.problem(&path, "a package path must be relative, `/`-separated and without `..`"));
+        }
+        self.files.insert(path, bytes.into());
+        Ok(())
+    }
+
+    fn problem(&self, file: &str, message: &str) -> Box<Problem> {
+        Box::new(Problem { file: Some(file.to_string()), ..Problem::package(self.name.clone(), message) })
+    }
+
+    /// Serialises every file and validates the result as the store would: a package
+    /// that breaks the contract is an error here, never a directory or a stored episode.
+    pub fn finish(self) -> Result<BuiltPackage, Box<Problem>> {
+        let mut files = self.files;
+        let layout = self.layout;
+        let manifest = self.manifest.ok_or_else(|| Box::new(Problem::package(&self.name, "no manifest was given")))?;
+        let outcome = self.outcome.ok_or_else(|| Box::new(Problem::package(&self.name, "no outcome was given")))?;
+        files.insert(MANIFEST_FILE.into(), document(&manifest, layout));
+        files.insert(OUTCOME_FILE.into(), document(&outcome, layout));
+        for ((path, _), records) in TRACE_FILES.iter().zip(self.traces) {
+            if let Some(records) = records {
+                files.insert((*path).into(), jsonl(&records, layout));
+            }
+        }
+        let raw = RawPackage::new(self.name, files);
+        let episode = parse_package(&raw)?;
+        Ok(BuiltPackage { raw, episode })
+    }
+}
+
+fn relative_inside(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && !path.contains('\0')
+        && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// A value with every object's keys in bytewise order, recursively.
+pub fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+fn document(value: &Value, layout: Layout) -> Vec<u8> {
+    let owned;
+    let value = if layout.sorted_keys {
+        owned = sorted(value);
+        &owned
+    } else {
+        value
+    };
+    let mut out = match layout.documents {
+        JsonStyle::Pretty => serde_json::to_vec_pretty(value),
+        JsonStyle::Compact => serde_json::to_vec(value),
+    }
+    .expect("JSON values serialise");
+    out.push(b'\n');
+    out
+}
+
+fn jsonl(records: &[Map<String, Value>], layout: Layout) -> Vec<u8> {
+    let mut out = Vec::new();
+    for record in records {
+        let record = Value::Object(record.clone());
+        let record = if layout.sorted_keys { sorted(&record) } else { record };
+        serde_json::to_writer(&mut out, &record).expect("JSON values serialise");
+        out.push(b'\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    fn minimal(layout: Layout) -> PackageBuilder {
+        let mut b = PackageBuilder::new("test", layout);
+        b.manifest(json!({"format": "episode-package/1.1", "episode": "e", "model": {"name": "m"},
+                          "harness": {"level": "H0"}, "task": {"id": "t"}}));
+        b.outcome(json!({"label": null}));
+        b
+    }
+
+    #[test]
+    fn records_get_seq_in_push_order_across_traces() {
+        let mut b = minimal(Layout::SORTED);
+        let t = b.push(TraceKind::Tools, obj(json!({"tool": "shell", "exit_code": 0})));
+        let a = b.push(TraceKind::Actions, obj(json!({"kind": "run", "tool_seq": t})));
+        let c = b.push(TraceKind::Verification, obj(json!({"check_id": "x", "actor": "agent", "result": "unknown"})));
+        assert_eq!((t, a, c), (0, 1, 2));
+        let built = b.finish().unwrap();
+        assert_eq!(built.episode.checks.as_ref().unwrap()[0].common.seq, 2);
+        assert_eq!(built.episode.outcome.label, None);
+        assert_eq!(built.episode.derived.posture, "unknown");
+    }
+
+    #[test]
+    fn sorted_layout_writes_keys_in_order_and_is_deterministic() {
+        let build = || {
+            let mut b = minimal(Layout::SORTED);
+            b.push(TraceKind::Tools, obj(json!({"tool": "shell", "command": "ls"})));
+            b.finish().unwrap()
+        };
+        let (one, two) = (build(), build());
+        assert_eq!(one.raw.id, two.raw.id);
+        let tools = std::str::from_utf8(one.raw.file("traces/tools.jsonl").unwrap()).unwrap();
+        assert_eq!(tools, "{\"command\":\"ls\",\"seq\":0,\"tool\":\"shell\"}\n");
+        let manifest = std::str::from_utf8(one.raw.file("manifest.json").unwrap()).unwrap();
+        assert!(manifest.find("\"episode\"").unwrap() < manifest.find("\"format\"").unwrap());
+    }
+
+    #[test]
+    fn as_given_layout_keeps_insertion_order() {
+        let mut b = minimal(Layout::AS_GIVEN);
+        b.push(TraceKind::Tools, obj(json!({"tool": "shell", "command": "ls"})));
+        let built = b.finish().unwrap();
+        let tools = std::str::from_utf8(built.raw.file("traces/tools.jsonl").unwrap()).unwrap();
+        assert_eq!(tools, "{\"seq\":0,\"tool\":\"shell\",\"command\":\"ls\"}\n");
+    }
+
+    #[test]
+    fn recorded_empty_trace_differs_from_not_recorded() {
+        let mut b = minimal(Layout::SORTED);
+        b.record_trace(TraceKind::Interventions);
+        let built = b.finish().unwrap();
+        assert_eq!(built.episode.interventions, Some(vec![]));
+        assert_eq!(built.episode.actions, None);
+        assert_eq!(built.raw.file("traces/interventions.jsonl"), Some(&b""[..]));
+    }
+
+    #[test]
+    fn an_invalid_package_never_leaves_the_builder() {
+        let mut b = minimal(Layout::SORTED);
+        b.push(TraceKind::Actions, obj(json!({"kind": "teleport"})));
+        let problem = b.finish().unwrap_err();
+        assert_eq!(problem.file.as_deref(), Some("traces/actions.jsonl"));
+        assert_eq!(problem.field.as_deref(), Some("kind"));
+
+        let mut b = minimal(Layout::SORTED);
+        b.push(TraceKind::Tools, obj(json!({"tool": "shell", "recovered_by": 7})));
+        assert_eq!(b.finish().unwrap_err().field.as_deref(), Some("recovered_by"));
+    }
+
+    #[test]
+    fn files_outside_the_package_or_the_builders_own_are_refused() {
+        let mut b = minimal(Layout::SORTED);
+        assert!(b.file("../escape", "x").is_err());
+        assert!(b.file("/abs", "x").is_err());
+        assert!(b.file("a//b", "x").is_err());
+        assert!(b.file("traces/tools.jsonl", "x").is_err());
+        assert!(b.file("manifest.json", "x").is_err());
+        assert!(b.file("artifacts/source/log.jsonl", "x").is_ok());
+    }
+
+    #[test]
+    fn write_dir_writes_every_file_and_refuses_an_existing_directory() {
+        let mut b = minimal(Layout::SORTED);
+        b.file("artifacts/source/log.jsonl", "{}\n").unwrap();
+        let built = b.finish().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("pkg");
+        built.write_dir(&dir).unwrap();
+        let read = crate::read_source(&crate::Source::Dir(dir.clone()), &crate::Limits::default());
+        assert_eq!(read.into_iter().next().unwrap().unwrap().id, built.raw.id);
+        assert!(built.write_dir(&dir).is_err(), "an existing package is never overwritten");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "no staging directory left behind");
+    }
+
+    #[test]
+    fn set_field_reaches_a_pushed_record() {
+        let mut b = minimal(Layout::SORTED);
+        let failed = b.push(TraceKind::Tools, obj(json!({"tool": "shell", "exit_code": 1})));
+        let later = b.push(TraceKind::Tools, obj(json!({"tool": "shell", "exit_code": 0})));
+        assert!(b.set_field(TraceKind::Tools, failed, "recovered_by", json!(later)));
+        assert!(!b.set_field(TraceKind::Actions, failed, "x", json!(1)));
+        let built = b.finish().unwrap();
+        assert_eq!(built.episode.tools.as_ref().unwrap()[0].recovered_by, Some(later));
+    }
+}

@@ -1,0 +1,183 @@
+//! `epistore import` end to end: real logs (tests/fixtures/real) into a store and into
+//! package directories, idempotence, refusals that name file and line and leave the
+//! store as it was, and the imported episodes through SQL.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::{repo_root, text, TestStore};
+
+fn real(rel: &str) -> PathBuf {
+    repo_root().join("tests/fixtures/real").join(rel)
+}
+
+/// One small run of several formats.
+fn small_logs() -> Vec<PathBuf> {
+    vec![
+        real("claude-code/generated/projects"),
+        real("codex/generated/rollout-2026-12-01T09-03-11-01a230d7-ffed-7313-9f3e-3e14281f1679.jsonl"),
+        real("mini-swe-agent/generated/slugify.success.traj.json"),
+        real("swe-agent/test-repo-i1.traj"),
+    ]
+}
+
+fn import(store: &TestStore, paths: &[PathBuf], extra: &[&str]) -> (i32, Value, String) {
+    let mut cmd = store.command();
+    cmd.args(["import", "--quiet", "--summary-format", "json"]).args(extra).args(paths);
+    let out = cmd.output().unwrap();
+    let value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("import printed no JSON ({e}): {}{}", text(&out.stdout), text(&out.stderr)));
+    (out.status.code().unwrap(), value, text(&out.stderr))
+}
+
+/// `formats[]` of a summary as source_format -> (found, imported, already_present, refused).
+fn tally(summary: &Value) -> BTreeMap<String, (u64, u64, u64, u64)> {
+    summary["formats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let n = |k: &str| f[k].as_u64().unwrap();
+            (
+                f["source_format"].as_str().unwrap().to_string(),
+                (n("found"), n("imported"), n("already_present"), n("refused")),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn importing_the_same_logs_twice_adds_nothing() {
+    let store = TestStore::new();
+    let (code, first, stderr) = import(&store, &small_logs(), &[]);
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    let counts = tally(&first);
+    for format in ["claude-code", "codex", "mini-swe-agent", "swe-agent"] {
+        assert_eq!(counts[format], (1, 1, 0, 0), "{format}: {first}");
+    }
+    assert_eq!(store.episode_count(), 4);
+
+    let (code, second, _) = import(&store, &small_logs(), &[]);
+    assert_eq!(code, 0);
+    for format in ["claude-code", "codex", "mini-swe-agent", "swe-agent"] {
+        assert_eq!(tally(&second)[format], (1, 0, 1, 0), "{format}: {second}");
+    }
+    assert_eq!(store.episode_count(), 4);
+
+    // Every imported episode is revision 1.1 with its source format and source copies.
+    let rows = store.sql("SELECT source_format, n_artifacts FROM episodes ORDER BY source_format");
+    let formats: Vec<&str> = rows.iter().map(|r| r["source_format"].as_str().unwrap()).collect();
+    assert_eq!(formats, ["claude-code", "codex", "mini-swe-agent", "swe-agent"]);
+    assert!(rows.iter().all(|r| r["n_artifacts"].as_i64().unwrap() >= 1), "{rows:?}");
+}
+
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn out_writes_the_same_bytes_every_time_and_they_ingest_as_the_same_episodes() {
+    let store = TestStore::new();
+    let (one, two) = (store.dir.path().join("one"), store.dir.path().join("two"));
+    for out in [&one, &two] {
+        let (code, summary, stderr) = import(&store, &small_logs(), &["--out", out.to_str().unwrap()]);
+        assert_eq!(code, 0, "{summary}\n{stderr}");
+    }
+    let (a, b) = (tree(&one), tree(&two));
+    assert!(!a.is_empty());
+    assert!(a == b, "two --out runs differ");
+    // No path of this machine and no import time inside a package.
+    let root = repo_root().to_string_lossy().into_owned();
+    for (path, bytes) in &a {
+        if path.contains("artifacts/source/") {
+            continue; // the logs as their tools wrote them
+        }
+        assert!(!String::from_utf8_lossy(bytes).contains(&root), "{path} names this checkout");
+    }
+    // Written again into the same folder: already there, nothing rewritten.
+    let (code, again, _) = import(&store, &small_logs(), &["--out", one.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(tally(&again).values().all(|t| t.1 == 0), "{again}");
+
+    // The packages ingest as the episodes a direct import makes.
+    assert!(store.ingest(&[&one]).status.success());
+    let direct = TestStore::new();
+    assert_eq!(import(&direct, &small_logs(), &[]).0, 0);
+    let ids = |s: &TestStore| s.sql("SELECT episode_id FROM episodes ORDER BY 1");
+    assert_eq!(ids(&store), ids(&direct));
+}
+
+#[test]
+fn a_truncated_log_is_refused_with_file_and_line_and_the_others_go_in() {
+    let store = TestStore::new();
+    let work = store.dir.path().join("logs");
+    std::fs::create_dir_all(&work).unwrap();
+    let source = real("codex/generated/rollout-2026-12-01T09-03-11-01a230d7-ffed-7313-9f3e-3e14281f1679.jsonl");
+    let bytes = std::fs::read(&source).unwrap();
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    // Cut the file in the middle of its last line.
+    let cut = bytes.len() - bytes.rsplit(|&b| b == b'\n').nth(1).unwrap().len() / 2 - 1;
+    let truncated = work.join("rollout-truncated.jsonl");
+    std::fs::write(&truncated, &bytes[..cut]).unwrap();
+
+    let paths = vec![truncated.clone(), real("swe-agent/test-repo-i1.traj")];
+    let (code, summary, stderr) = import(&store, &paths, &[]);
+    assert_eq!(code, 1, "{summary}\n{stderr}");
+    let refused = summary["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 1, "{summary}");
+    assert!(refused[0]["file"].as_str().unwrap().ends_with("rollout-truncated.jsonl"), "{summary}");
+    assert_eq!(refused[0]["place"], format!("line {lines}"), "{summary}");
+    assert_eq!(tally(&summary)["swe-agent"].1, 1);
+    // Only the good log is stored.
+    let formats = store.sql("SELECT source_format FROM episodes");
+    assert_eq!(formats.len(), 1);
+    assert_eq!(formats[0]["source_format"], "swe-agent");
+}
+
+#[test]
+fn a_file_of_no_known_format_is_refused_by_name() {
+    let store = TestStore::new();
+    let file = store.dir.path().join("notes.txt");
+    std::fs::write(&file, "just some words\n").unwrap();
+    let (code, summary, _) = import(&store, &[file], &[]);
+    assert_eq!(code, 1);
+    assert!(summary["refused"][0]["reason"].as_str().unwrap().contains("not a log"), "{summary}");
+    assert!(!store.path().join("epistore.redb").exists() || store.episode_count() == 0);
+}
+
+#[test]
+fn imported_episodes_roll_up_by_source_format_and_show_their_provenance() {
+    let store = TestStore::new();
+    assert_eq!(import(&store, &small_logs(), &[]).0, 0);
+    let out = store.run(&["metrics", "--by", "source_format", "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let formats: Vec<&str> = rows.iter().map(|r| r["source_format"].as_str().unwrap()).collect();
+    assert_eq!(formats, ["claude-code", "codex", "mini-swe-agent", "swe-agent"]);
+    // No evaluator in these logs: label metrics have no adjudicated episode.
+    assert!(rows.iter().all(|r| r["avs_rate"].is_null()), "{rows:?}");
+
+    let id = store.sql("SELECT episode_id FROM episodes WHERE source_format = 'codex'")[0]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = store.run(&["show", &id]);
+    let shown = text(&shown.stdout);
+    for expected in ["source_format", "codex", "source_file", "rollout-2026-12-01T09-03-11", "opaque_calls"] {
+        assert!(shown.contains(expected), "show lacks {expected}:\n{shown}");
+    }
+}
