@@ -22,7 +22,10 @@ const MANIFEST: &str =
     r#"{"format":"episode-package/1","episode":"e","model":{"name":"m"},"harness":{"level":"H1"},"task":{"id":"t"}}"#;
 
 /// (name, how to break the minimal package, text the error must contain)
-fn cases() -> Vec<(&'static str, Box<dyn Fn(&mut Files)>, &'static str)> {
+/// A change that breaks a package, with its name and the message expected.
+type Breakage = (&'static str, Box<dyn Fn(&mut Files)>, &'static str);
+
+fn cases() -> Vec<Breakage> {
     vec![
         (
             "missing manifest",
@@ -303,7 +306,10 @@ fn every_rule_of_spec_6_rejects_and_leaves_the_store_as_it_was() {
 }
 
 /// A tar whose member names are written raw, bypassing the tar crate's own checks.
-fn raw_tar(path: &PathBuf, members: &[(&[u8], tar::EntryType, &[u8], Option<&str>)]) {
+/// A tar member written by hand: path bytes, type, content, link target.
+type TarMember<'a> = (&'a [u8], tar::EntryType, &'a [u8], Option<&'a str>);
+
+fn raw_tar(path: &PathBuf, members: &[TarMember<'_>]) {
     let mut builder = tar::Builder::new(std::fs::File::create(path).unwrap());
     for (name, kind, data, link) in members {
         let mut header = tar::Header::new_old();
@@ -328,7 +334,7 @@ fn archive_members_that_escape_the_package_are_refused() {
     let manifest = files["manifest.json"].as_slice();
     let outcome = files["outcome.json"].as_slice();
     let regular = tar::EntryType::Regular;
-    let cases: Vec<(&str, Vec<(&[u8], tar::EntryType, &[u8], Option<&str>)>, &str)> = vec![
+    let cases: Vec<(&str, Vec<TarMember<'_>>, &str)> = vec![
         (
             "dotdot",
             vec![

@@ -111,7 +111,7 @@ fn paired_comparison_reports_mean_interval_and_p() {
     // Patterns reaching |1.0|: signs of 0.5, 0.25, 0.25 all equal (the 0 is free): 4/16.
     assert_eq!((c.p_value, c.exact), (0.25, true));
     let (lo, hi) = (c.lo.unwrap(), c.hi.unwrap());
-    assert!(0.0 <= lo && lo < 0.25 && 0.25 < hi && hi <= 0.5, "{lo} {hi}");
+    assert!((0.0..0.25).contains(&lo) && 0.25 < hi && hi <= 0.5, "{lo} {hi}");
     assert_eq!(paired_comparison(&[], &settings(10, 1)).unwrap(), None);
 }
 

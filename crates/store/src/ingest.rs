@@ -268,7 +268,7 @@ impl Store {
                         let outcome = if present { Outcome::AlreadyPresent } else { Outcome::Added };
                         results.push(PackageResult { name: p.name.clone(), episode_id: Some(hex(&p.id)), outcome });
                         if !present {
-                            to_write.push(p);
+                            to_write.push(*p);
                         }
                     }
                 }
@@ -288,7 +288,7 @@ impl Store {
     fn write_batch(
         &self,
         db: &redb::Database,
-        mut packages: Vec<Box<Prepared>>,
+        mut packages: Vec<Prepared>,
         label: &str,
         report: &mut IngestReport,
     ) -> Result<(u64, Vec<(EpisodeRecord, Episode)>)> {
@@ -300,7 +300,7 @@ impl Store {
             // Sorted keys make the index inserts cheaper than random order.
             let mut all_blobs: Vec<(Hash, Vec<u8>)> =
                 packages.iter_mut().flat_map(|p| std::mem::take(&mut p.blobs)).collect();
-            all_blobs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            all_blobs.sort_unstable_by_key(|a| a.0);
             all_blobs.dedup_by(|a, b| a.0 == b.0);
             for (hash, stored) in &all_blobs {
                 if !tables.has_blob(hash)? {
@@ -309,7 +309,7 @@ impl Store {
                 }
             }
             drop(all_blobs);
-            packages.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+            packages.sort_unstable_by_key(|a| a.id);
             for p in &mut packages {
                 p.record.ingest_seq = seq;
                 tables.add_episode(&p.id, &p.record.manifest, &codec::encode(&p.record), &p.traces)?;

@@ -46,6 +46,12 @@ pub struct VerifyReport {
 }
 
 /// Decodes bytes from [`Snapshot::traces_bytes`].
+/// One entry of a range over the cell index, as redb hands it out.
+type CellEntry<'g> = std::result::Result<
+    (redb::AccessGuard<'g, (&'static str, &'static str, &'static str, [u8; 32])>, redb::AccessGuard<'g, u64>),
+    redb::StorageError,
+>;
+
 pub fn decode_traces(bytes: &[u8]) -> Result<Episode> {
     codec::decode_compressed(bytes)
 }
@@ -129,11 +135,7 @@ impl Snapshot {
         let cells = table!(self.txn, CELLS);
         let keep = |level: &str, t: &str| harness_level.is_none_or(|l| l == level) && task.is_none_or(|x| x == t);
         let mut out = Vec::new();
-        let mut push = |entry: std::result::Result<
-            (redb::AccessGuard<'_, (&str, &str, &str, [u8; 32])>, redb::AccessGuard<'_, u64>),
-            redb::StorageError,
-        >|
-         -> Result<()> {
+        let mut push = |entry: CellEntry<'_>| -> Result<()> {
             let (key, _) = entry.map_err(Error::redb)?;
             let (_, level, t, id) = key.value();
             if keep(level, t) {
