@@ -181,3 +181,58 @@ fn imported_episodes_roll_up_by_source_format_and_show_their_provenance() {
         assert!(shown.contains(expected), "show lacks {expected}:\n{shown}");
     }
 }
+
+#[test]
+fn a_log_that_grew_supersedes_its_earlier_import_and_is_counted_once() {
+    let store = TestStore::new();
+    let session = real("claude-code/generated/projects/-srv-counter/555cbe93-d68e-41b1-9012-c94ca9ff3588.jsonl");
+    let bytes = std::fs::read(&session).unwrap();
+    let logs = store.dir.path().join("projects/-srv-counter");
+    std::fs::create_dir_all(&logs).unwrap();
+    let live = logs.join(session.file_name().unwrap());
+    // The session as it was half-way: its first half of whole lines.
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    std::fs::write(&live, lines[..lines.len() / 2].concat()).unwrap();
+    let (code, first, stderr) = import(&store, &[live.clone()], &[]);
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    let old = store.sql("SELECT episode_id FROM episodes")[0]["episode_id"].as_str().unwrap().to_string();
+
+    // The session went on: the same file, longer.
+    std::fs::write(&live, &bytes).unwrap();
+    let (code, second, stderr) = import(&store, &[live.clone()], &[]);
+    assert_eq!(code, 0, "{second}\n{stderr}");
+    assert_eq!(tally(&second)["claude-code"].1, 1, "{second}");
+    assert_eq!(second["formats"][0]["superseding"], 1, "{second}");
+
+    // Both are stored; only the grown one counts.
+    let current = store.sql("SELECT episode_id, supersedes FROM episodes");
+    assert_eq!(current.len(), 1, "{current:?}");
+    assert_eq!(current[0]["supersedes"], old.as_str());
+    let all = store.sql("SELECT episode_id, superseded_by FROM all_episodes ORDER BY superseded_by NULLS LAST");
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["episode_id"], old.as_str());
+    assert_eq!(all[0]["superseded_by"], current[0]["episode_id"]);
+    assert!(all[1]["superseded_by"].is_null());
+    let cells = store.sql("SELECT sum(episodes) AS n FROM cell_metrics");
+    assert_eq!(cells[0]["n"], 1, "metric views count each run once");
+    let checks = store.sql("SELECT count(DISTINCT episode_id) AS n FROM checks");
+    assert_eq!(checks[0]["n"], 1, "trace tables leave the superseded episode out");
+
+    // Importing the grown file again adds nothing; a different file with the same
+    // session id is a different run, imported beside it.
+    assert_eq!(tally(&import(&store, &[live.clone()], &[]).1)["claude-code"].2, 1);
+    assert_eq!(store.sql("SELECT count(*) AS n FROM all_episodes")[0]["n"], 2);
+}
+
+#[test]
+fn a_log_naming_no_model_is_refused_without_model_and_imported_with_it() {
+    let store = TestStore::new();
+    let exec = real("codex/generated/codex-exec--json.stdout.jsonl");
+    let (code, summary, _) = import(&store, &[exec.clone()], &[]);
+    assert_eq!(code, 1, "{summary}");
+    assert!(summary["refused"][0]["reason"].as_str().unwrap().contains("--model"), "{summary}");
+    assert!(!store.path().join("epistore.redb").exists() || store.episode_count() == 0);
+    let (code, summary, _) = import(&store, &[exec], &["--model", "gpt-5.1-codex"]);
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!(store.sql("SELECT model FROM episodes")[0]["model"], "gpt-5.1-codex");
+}

@@ -71,6 +71,7 @@ pub struct Written {
 pub fn exportable() -> Vec<(String, &'static str)> {
     let mut out: Vec<(String, &'static str)> = TableKind::ALL.iter().map(|k| (k.name().to_string(), "table")).collect();
     out.push(("epistore_info".into(), "table"));
+    out.push((crate::supersession::ALL_EPISODES.into(), "view"));
     out.extend(views::VIEWS.iter().map(|(name, _)| (name.to_string(), "view")));
     out
 }

@@ -114,7 +114,7 @@ impl Engine {
             .iter()
             .map(|k| Ok((k.name(), over_segments(k.name(), k.schema())?)))
             .collect::<Result<Vec<_>>>()?;
-        let excluded = Self::register_tables(&ctx, tables).await?;
+        let excluded = Self::register_tables(&ctx, &snapshot, tables).await?;
         let stored_views = |name: &str, schema: SchemaRef| over_segments(name, schema).map(Some);
         Self::finish(ctx, snapshot_seq, episodes, None, &stored_views, &excluded).await
     }
@@ -125,23 +125,36 @@ impl Engine {
         let snapshot = store.snapshot()?;
         let snapshot_seq = snapshot.ingest_seq()?;
         let episodes = snapshot.episode_count()?;
+        let excluded = supersession::superseded(&snapshot)?;
         let data = Arc::new(StoreData::new(snapshot));
         let ctx = Self::context_for_store();
         let tables: Vec<(&str, Arc<dyn TableProvider>)> =
             TableKind::ALL.iter().map(|&k| (k.name(), Arc::new(StoreTable::new(k, data.clone())) as _)).collect();
-        let excluded = Self::register_tables(&ctx, tables).await?;
+        Self::register_tables_excluding(&ctx, &excluded, tables).await?;
         Self::finish(ctx, snapshot_seq, episodes, Some(data), &|_, _| Ok(None), &excluded).await
     }
 
-    /// Registers the base tables without the episodes a later import supersedes, and
-    /// returns those episodes' ids.
-    async fn register_tables(ctx: &SessionContext, tables: Vec<(&str, Arc<dyn TableProvider>)>) -> Result<Vec<String>> {
-        let episodes = tables.iter().find(|(n, _)| *n == TableKind::Episodes.name()).expect("episodes").1.clone();
-        let excluded = supersession::superseded(ctx, episodes).await?;
-        for (name, provider) in tables {
-            supersession::register(ctx, name, provider, &excluded).await?;
-        }
+    /// Registers the base tables without the episodes a later import supersedes (as
+    /// `snapshot` knows them), and returns those episodes' ids.
+    async fn register_tables(
+        ctx: &SessionContext,
+        snapshot: &epistore_store::Snapshot,
+        tables: Vec<(&str, Arc<dyn TableProvider>)>,
+    ) -> Result<Vec<String>> {
+        let excluded = supersession::superseded(snapshot)?;
+        Self::register_tables_excluding(ctx, &excluded, tables).await?;
         Ok(excluded)
+    }
+
+    async fn register_tables_excluding(
+        ctx: &SessionContext,
+        excluded: &[String],
+        tables: Vec<(&str, Arc<dyn TableProvider>)>,
+    ) -> Result<()> {
+        for (name, provider) in tables {
+            supersession::register(ctx, name, provider, excluded).await?;
+        }
+        Ok(())
     }
 
     fn context_for_store() -> SessionContext {

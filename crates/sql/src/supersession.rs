@@ -5,16 +5,13 @@
 //! nothing supersedes, and `all_episodes` keeps every import with a `superseded_by`
 //! column.
 //!
-//! The set is read once per session from the `supersedes` column. When it is empty
+//! The set is read once per session from the store's index of supersessions. When it is empty
 //! (every store without grown imports) the tables are registered as they are, so
 //! their pushdown and speed are untouched; otherwise each one becomes a view that
 //! drops the superseded ids (a literal list, which filters push through).
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, StringArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
 use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
 
@@ -23,31 +20,10 @@ use crate::error::Result;
 /// The table of every import, superseded or not.
 pub const ALL_EPISODES: &str = "all_episodes";
 
-/// Episode ids (hex) that another stored episode supersedes.
-pub(crate) async fn superseded(ctx: &SessionContext, episodes: Arc<dyn TableProvider>) -> Result<Vec<String>> {
-    const PROBE: &str = "__supersession_probe";
-    ctx.register_table(PROBE, episodes)?;
-    let batches = ctx
-        .sql(&format!("SELECT DISTINCT supersedes FROM {PROBE} WHERE supersedes IS NOT NULL"))
-        .await?
-        .collect()
-        .await;
-    ctx.deregister_table(PROBE)?;
-    let mut ids = Vec::new();
-    for batch in batches? {
-        let column = cast(batch.column(0), &DataType::Utf8)?;
-        let column = column.as_any().downcast_ref::<StringArray>().expect("Utf8");
-        // Ids are 64 hex digits; anything else cannot name a stored episode.
-        ids.extend(
-            column
-                .iter()
-                .flatten()
-                .filter(|id| id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()))
-                .map(str::to_string),
-        );
-    }
-    ids.sort();
-    Ok(ids)
+/// Episode ids (hex) that another stored episode supersedes, from the store's own
+/// index of them (no episode is decoded to find them).
+pub(crate) fn superseded(snapshot: &epistore_store::Snapshot) -> Result<Vec<String>> {
+    Ok(snapshot.superseded()?.iter().map(|(old, _)| epistore_package::hex(old)).collect())
 }
 
 /// Registers `provider` as `name`, without the `excluded` episodes.

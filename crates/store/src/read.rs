@@ -11,7 +11,7 @@ use crate::codec;
 use crate::error::{Error, Result};
 use crate::tables::{
     decode_record, split_trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, EPISODE_DATA, EPISODE_INDEX,
-    INGEST_LOG, TRACE_DATA,
+    INGEST_LOG, SUPERSEDED, TRACE_DATA,
 };
 
 /// One entry of the append-only ingest log: a committed write transaction.
@@ -75,6 +75,23 @@ macro_rules! table {
 impl Snapshot {
     pub(crate) fn new(txn: ReadTransaction) -> Snapshot {
         Snapshot { txn }
+    }
+
+    /// (superseded, superseding) episode ids: episodes a later import of a grown log
+    /// supersedes (revision 1.1 `provenance.supersedes`), in id order. A store written
+    /// before the table existed holds none.
+    pub fn superseded(&self) -> Result<Vec<(Hash, Hash)>> {
+        let table = match self.txn.open_table(SUPERSEDED) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(Error::redb(e)),
+        };
+        let mut out = Vec::new();
+        for entry in table.iter().map_err(Error::redb)? {
+            let (old, new) = entry.map_err(Error::redb)?;
+            out.push((old.value(), new.value()));
+        }
+        Ok(out)
     }
 
     pub fn episode_count(&self) -> Result<u64> {

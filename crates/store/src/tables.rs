@@ -36,6 +36,12 @@ pub(crate) const TRACE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new(
 /// (model, harness level, task, episode id) -> episode number: the cell index. A
 /// range scan over one (model, level, task) prefix reads one cell only.
 pub(crate) const CELLS: TableDefinition<(&str, &str, &str, [u8; 32]), u64> = TableDefinition::new("cells");
+/// superseded episode id -> the id of the episode whose `provenance.supersedes` names
+/// it (revision 1.1, a later import of a log that grew). Added after format 2 was
+/// fixed: a store written before it gets the (then empty) table on its next writable
+/// open, and a reader that does not find it sees no supersession, which is what such a
+/// store holds.
+pub(crate) const SUPERSEDED: TableDefinition<[u8; 32], [u8; 32]> = TableDefinition::new("superseded");
 /// ingest sequence -> bincode [`crate::IngestBatch`]: the append-only ingest log.
 pub(crate) const INGEST_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("ingest_log");
 
@@ -100,6 +106,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(TRACE_DATA).map_err(Error::redb)?;
     txn.open_table(CELLS).map_err(Error::redb)?;
     txn.open_table(INGEST_LOG).map_err(Error::redb)?;
+    txn.open_table(SUPERSEDED).map_err(Error::redb)?;
     Ok(())
 }
 
@@ -112,6 +119,7 @@ pub(crate) struct Appender<'t> {
     episode_data: redb::Table<'t, u64, &'static [u8]>,
     trace_data: redb::Table<'t, u64, &'static [u8]>,
     cells: redb::Table<'t, (&'static str, &'static str, &'static str, [u8; 32]), u64>,
+    superseded: redb::Table<'t, [u8; 32], [u8; 32]>,
     log: redb::Table<'t, u64, &'static [u8]>,
     next_blob: u64,
     next_episode: u64,
@@ -135,6 +143,7 @@ impl<'t> Appender<'t> {
             episode_data,
             trace_data: txn.open_table(TRACE_DATA).map_err(Error::redb)?,
             cells: txn.open_table(CELLS).map_err(Error::redb)?,
+            superseded: txn.open_table(SUPERSEDED).map_err(Error::redb)?,
             log: txn.open_table(INGEST_LOG).map_err(Error::redb)?,
         })
     }
@@ -165,6 +174,9 @@ impl<'t> Appender<'t> {
         self.trace_data.insert(n, trace_value(id, traces).as_slice()).map_err(Error::redb)?;
         let key = (manifest.model.as_str(), manifest.harness_level.as_str(), manifest.task.as_str(), *id);
         self.cells.insert(key, n).map_err(Error::redb)?;
+        if let Some(old) = manifest.supersedes().as_deref().and_then(epistore_package::parse_hex) {
+            self.superseded.insert(old, *id).map_err(Error::redb)?;
+        }
         self.next_episode += 1;
         Ok(())
     }
