@@ -46,6 +46,11 @@ struct Summary {
     refusals: Vec<(String, Refusal)>,
     covered: Vec<(String, String, String)>,
     unmatched_reports: Vec<String>,
+    /// Possible secrets found per pattern, and in how many runs.
+    secrets: BTreeMap<&'static str, usize>,
+    runs_with_secrets: usize,
+    /// `--redact`: the secrets found were replaced.
+    redacted: bool,
     /// (format, SWE-bench instance, what happened) per run read.
     episodes: Vec<(String, Option<String>, &'static str)>,
 }
@@ -53,6 +58,14 @@ struct Summary {
 impl Summary {
     fn of(&mut self, format: &str) -> &mut Tally {
         self.tally.entry(format.to_string()).or_default()
+    }
+    fn secrets(&mut self, run: &Run) {
+        if !run.secrets.is_empty() {
+            self.runs_with_secrets += 1;
+        }
+        for (pattern, n) in &run.secrets {
+            *self.secrets.entry(pattern).or_default() += n;
+        }
     }
     fn refuse(&mut self, format: Option<Format>, refusal: Refusal) {
         let name = format.map_or("unknown".to_string(), |f| f.name().to_string());
@@ -134,7 +147,7 @@ impl Prior for StoredImports {
 pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let planned = plan(&args.paths, &args.options);
-    let mut summary = Summary::default();
+    let mut summary = Summary { redacted: args.options.redact, ..Summary::default() };
     for (format, refusal) in planned.refused.iter().cloned() {
         summary.refuse(format, refusal);
     }
@@ -151,7 +164,7 @@ pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
     let mut unmatched: Vec<String> = planned.reports.keys().filter(|id| !run_instances.contains(id)).cloned().collect();
     unmatched.sort();
     summary.unmatched_reports = unmatched;
-    print_summary(&summary, args.format, started.elapsed().as_secs_f64())?;
+    print_summary(&mut summary, args.format, started.elapsed().as_secs_f64())?;
     Ok(if summary.refusals.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
@@ -194,6 +207,7 @@ fn ingest_runs(
                                 continue;
                             }
                         }
+                        s.secrets(&run);
                         if run.package.episode.manifest.supersedes().is_some() {
                             s.of(unit.format.name()).superseding += 1;
                         }
@@ -245,6 +259,13 @@ fn instance_of(run: &Run) -> Option<String> {
     run.instance_id.clone()
 }
 
+/// A refusal's place as a sort key: `line 7` before `line 10`.
+fn place_key(place: &Option<String>) -> (u64, String) {
+    let text = place.clone().unwrap_or_default();
+    let number = text.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+    (number, text)
+}
+
 /// `--out DIR`: every run as a package directory `DIR/FORMAT/LABEL-ID12`, written whole
 /// or not at all; a directory already there is the same package (its name holds the id).
 fn write_packages(out: &Path, planned: &epistore_import::Plan, args: &ImportArgs, summary: &mut Summary) -> Result<()> {
@@ -280,6 +301,7 @@ fn write_packages(out: &Path, planned: &epistore_import::Plan, args: &ImportArgs
                 summary.episodes.push((format.name().to_string(), instance, "already_present"));
                 continue;
             }
+            summary.secrets(&run);
             run.package.write_dir(&dir).with_context(|| format!("writing {}", dir.display()))?;
             summary.of(format.name()).imported += 1;
             summary.episodes.push((format.name().to_string(), instance, "written"));
@@ -298,7 +320,11 @@ fn file_safe(label: &str) -> String {
     s.trim_start_matches('.').to_string()
 }
 
-fn print_summary(summary: &Summary, format: OutputFormat, seconds: f64) -> Result<()> {
+fn print_summary(summary: &mut Summary, format: OutputFormat, seconds: f64) -> Result<()> {
+    // Units are read in parallel: sort, so the same call prints the same report.
+    summary.refusals.sort_by(|a, b| (&a.1.file, place_key(&a.1.place)).cmp(&(&b.1.file, place_key(&b.1.place))));
+    summary.covered.sort();
+    let summary = &*summary;
     let rows: Vec<(&String, &Tally)> = summary.tally.iter().collect();
     match format {
         OutputFormat::Json => {
@@ -321,7 +347,8 @@ fn print_summary(summary: &Summary, format: OutputFormat, seconds: f64) -> Resul
                 .map(|(f, file, why)| json!({"source_format": f, "file": file, "reason": why}))
                 .collect();
             let value = json!({"formats": formats, "refused": refused, "covered": covered,
-                               "unmatched_reports": summary.unmatched_reports, "seconds": seconds});
+                               "unmatched_reports": summary.unmatched_reports, "secrets": summary.secrets,
+                               "runs_with_secrets": summary.runs_with_secrets, "seconds": seconds});
             println!("{}", serde_json::to_string_pretty(&value)?);
         }
         _ => {
@@ -330,6 +357,22 @@ fn print_summary(summary: &Summary, format: OutputFormat, seconds: f64) -> Resul
             }
             for (_, file, why) in &summary.covered {
                 eprintln!("covered: {file}: {why}");
+            }
+            if summary.runs_with_secrets > 0 && summary.redacted {
+                let kinds: Vec<String> = summary.secrets.iter().map(|(p, n)| format!("{p} {n}")).collect();
+                eprintln!(
+                    "redacted: {} runs held what looks like secrets ({})",
+                    summary.runs_with_secrets,
+                    kinds.join(", ")
+                );
+            } else if summary.runs_with_secrets > 0 {
+                let kinds: Vec<String> = summary.secrets.iter().map(|(p, n)| format!("{p} {n}")).collect();
+                eprintln!(
+                    "warning: {} runs hold what looks like secrets ({}); they are in the packages as in the logs \
+                     unless imported with --redact",
+                    summary.runs_with_secrets,
+                    kinds.join(", ")
+                );
             }
             for id in &summary.unmatched_reports {
                 eprintln!("report: instance {id} matches no run of this call (nothing imported for it)");

@@ -120,6 +120,10 @@ enum Command {
         /// Import runs whose source files are already in the store again, as new episodes.
         #[arg(long)]
         reimport: bool,
+        /// Replace what looks like a secret (API keys, tokens, private keys) in the
+        /// source copies and records before packaging; noted in the provenance.
+        #[arg(long)]
+        redact: bool,
         /// Summary format (`--format` names the log format here, as the importer
         /// contract spells it).
         #[arg(long = "summary-format", value_enum, default_value = "table")]
@@ -409,6 +413,7 @@ fn main() -> ExitCode {
             git_log,
             out,
             reimport,
+            redact,
             format,
             quiet,
         } => {
@@ -420,6 +425,7 @@ fn main() -> ExitCode {
                 cluster,
                 scorer,
                 git_log,
+                redact,
             };
             import::import(&cli.store, import::ImportArgs { paths, options, out, reimport, format, quiet })
         }

@@ -236,3 +236,78 @@ fn a_log_naming_no_model_is_refused_without_model_and_imported_with_it() {
     assert_eq!(code, 0, "{summary}");
     assert_eq!(store.sql("SELECT model FROM episodes")[0]["model"], "gpt-5.1-codex");
 }
+
+#[test]
+fn every_real_fixture_imports_or_is_refused_for_a_stated_reason() {
+    // The whole tests/fixtures/real tree in one call: detection must tell every format
+    // apart. The per-format counts are the ones each format's own tests establish by
+    // hand (crates/import/src/*/tests): aider 44 of 63 sessions (15 empty, 4 naming no
+    // model, plus the cut-off head of the file); Claude Code 5 sessions (the
+    // stream-json of the generated one covered by its transcript); Codex 1 (its exec
+    // --json covered by the rollout); Inspect 11 samples; mini-SWE-agent 1 trajectory
+    // (2 bare message lists and a predictions file refused); OpenHands 4 trajectories
+    // and 3 eval lines (30 predictions without a history refused); SWE-agent 3 (one
+    // names no model); one SWE-bench log without a report.
+    let store = TestStore::new();
+    let (code, summary, _) = import(&store, &[real("")], &[]);
+    assert_eq!(code, 1, "{summary}");
+    let expected = [
+        ("aider", 44, 20),
+        ("claude-code", 5, 0),
+        ("codex", 1, 0),
+        ("inspect", 11, 0),
+        ("mini-swe-agent", 1, 3),
+        ("openhands", 7, 30),
+        ("swe-agent", 3, 1),
+        ("swe-bench", 0, 1),
+    ];
+    let counts = tally(&summary);
+    for (format, imported, refused) in expected {
+        assert_eq!((counts[format].1, counts[format].3), (imported, refused), "{format}: {summary}");
+    }
+    for r in summary["refused"].as_array().unwrap() {
+        assert!(r["file"].as_str().unwrap().contains("tests/fixtures/real/"), "{r}");
+        assert!(r["reason"].as_str().unwrap().len() > 20, "a refusal says why: {r}");
+    }
+    let covered: Vec<&str> =
+        summary["covered"].as_array().unwrap().iter().map(|c| c["file"].as_str().unwrap()).collect();
+    assert_eq!(covered.len(), 2, "{covered:?}");
+    assert!(covered[0].ends_with("stream-json.counter.jsonl") && covered[1].ends_with("codex-exec--json.stdout.jsonl"));
+    assert_eq!(store.episode_count(), 72);
+    // Every imported package is valid by construction; verify agrees.
+    let (intact, report) = store.verify();
+    assert!(intact, "{report}");
+}
+
+#[test]
+fn secrets_in_a_log_are_reported_and_redact_replaces_them() {
+    let store = TestStore::new();
+    let source = real("codex/generated/rollout-2026-12-01T09-03-11-01a230d7-ffed-7313-9f3e-3e14281f1679.jsonl");
+    // A token pasted into the agent's command, as happens in real transcripts (split so
+    // this file holds no literal token).
+    let token = format!("ghp_{}", "Zq8rT2vX9mK4pL7nB3cW6yH1jD5fG0sA2eR8");
+    let text = std::fs::read_to_string(&source).unwrap().replace("cat greet.py;", &format!("GH={token} cat greet.py;"));
+    let log = store.dir.path().join("rollout-with-token.jsonl");
+    std::fs::write(&log, text).unwrap();
+
+    let out = store.dir.path().join("plain");
+    let (code, summary, stderr) = import(&store, &[log.clone()], &["--out", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!(summary["runs_with_secrets"], 1, "{summary}");
+    assert!(summary["secrets"]["github-token"].as_u64().unwrap() >= 1, "{summary}");
+    let holds = |dir: &Path| tree(dir).values().any(|b| String::from_utf8_lossy(b).contains(&token));
+    assert!(holds(&out), "without --redact the package keeps the log as it was");
+    let _ = stderr;
+
+    let redacted = store.dir.path().join("redacted");
+    let (code, summary, stderr) = import(&store, &[log], &["--redact", "--out", redacted.to_str().unwrap()]);
+    assert_eq!(code, 0, "{summary}\n{stderr}");
+    assert!(!holds(&redacted), "--redact leaves the token nowhere in the package");
+    let manifest = tree(&redacted).into_iter().find(|(p, _)| p.ends_with("manifest.json")).unwrap().1;
+    let manifest: Value = serde_json::from_slice(&manifest).unwrap();
+    let notes = manifest["provenance"]["notes"].to_string();
+    assert!(notes.contains("redacted"), "{notes}");
+    assert_eq!(manifest["provenance"]["source_files"][0]["redacted"], true);
+    // The redacted package is still a valid package.
+    assert!(store.ingest(&[&redacted]).status.success());
+}

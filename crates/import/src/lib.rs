@@ -22,6 +22,7 @@ use std::sync::{Arc, OnceLock};
 use epistore_package::BuiltPackage;
 
 pub mod recorder;
+pub mod secrets;
 pub mod shell;
 
 mod aider;
@@ -106,6 +107,10 @@ pub struct Options {
     pub scorer: Option<String>,
     /// aider: a `git log -p` file that fills `paths` (kept under `artifacts/source/`).
     pub git_log: Option<PathBuf>,
+    /// Replace the secrets found ([`secrets`]) in the source copies, the other files and
+    /// the records before the package is finished (`--redact`); without it they are only
+    /// counted, in [`Run::secrets`].
+    pub redact: bool,
 }
 
 /// A log that cannot be imported, located as precisely as the log allows.
@@ -257,6 +262,11 @@ pub struct Run {
     pub verdict_from_report: bool,
     /// The SWE-bench instance the run is, when known.
     pub instance_id: Option<String>,
+    /// The secrets found in the package's files (source copies, patch) and records, by
+    /// pattern name in [`secrets`] table order (each occurrence counted, so a token in a
+    /// command and in the source copy counts twice): what the command warns about.
+    /// With [`Options::redact`] they were replaced.
+    pub secrets: Vec<(&'static str, usize)>,
 }
 
 /// Phase 1: walk the paths, detect formats, group files into units.
@@ -580,8 +590,16 @@ fn finish(mut recorder: Recorder, unit: &Unit, ctx: &Context) -> Result<Run, Ref
     }
     let format = recorder.format();
     let instance_id = recorder.instance_id.clone();
-    let package = recorder.finish(ctx.options)?;
-    Ok(Run { format, package, source_keys, verdict_from_report, instance_id })
+    // The recorder knows the run's files by name only; a refusal names the path given.
+    let (package, secrets) = recorder.finish(ctx.options).map_err(|mut refusal| {
+        if let Some(first) = unit.files.first() {
+            if first.path.ends_with(&refusal.file) || !refusal.file.contains('/') {
+                refusal.file = first.display();
+            }
+        }
+        refusal
+    })?;
+    Ok(Run { format, package, source_keys, verdict_from_report, instance_id, secrets })
 }
 
 /// Helpers for the format modules' tests: import fixtures exactly as the command does.

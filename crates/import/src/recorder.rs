@@ -8,13 +8,15 @@
 //! label (derived from `correct` and the posture, never read), the stop reason's
 //! default, which model the manifest names, paths made relative to the working
 //! directory, the provenance block and the copy of every source file under
-//! `artifacts/source/`.
+//! `artifacts/source/`; and the secrets in what the package holds ([`crate::secrets`]),
+//! counted for the caller and, with `--redact`, replaced.
 
 use std::collections::BTreeMap;
 
-use epistore_package::{BuiltPackage, Layout, PackageBuilder, TraceKind, FORMAT_V1_1};
+use epistore_package::{BuiltPackage, Layout, PackageBuilder, Problem, TraceKind, FORMAT_V1_1, TRACE_FILES};
 use serde_json::{json, Map, Value};
 
+use crate::secrets::{self, Finding};
 use crate::shell::{self, Declared, SegmentKind};
 use crate::{Format, Options, Refusal};
 
@@ -137,6 +139,10 @@ struct SourceFile {
     name: String,
     blake3: String,
     part: Part,
+    /// Its copy in the package (`artifacts/source/...`).
+    artifact: String,
+    /// The copy had its secrets replaced, so it no longer matches `blake3`.
+    redacted: bool,
     /// A part every run of the file shares (an Inspect log's header): listed in the
     /// provenance, but not one of the run's own keys (see [`Recorder::source_part`]).
     shared: bool,
@@ -183,7 +189,13 @@ pub struct Recorder {
     tokens_out: Option<i64>,
     usd: Option<f64>,
     supersedes: Option<String>,
+    /// The files written so far that hold secrets, by package path: the findings and the
+    /// bytes, kept so [`finish`](Self::finish) can redact them.
+    secret_files: BTreeMap<String, (Vec<Finding>, Vec<u8>)>,
 }
+
+/// Secrets found in a package, counted by pattern (in [`secrets`] table order).
+pub type SecretCounts = Vec<(&'static str, usize)>;
 
 impl Recorder {
     /// A run of `format` whose own id is `episode` (section 2's table).
@@ -222,6 +234,7 @@ impl Recorder {
             tokens_out: None,
             usd: None,
             supersedes: None,
+            secret_files: BTreeMap::new(),
         }
     }
 
@@ -295,8 +308,15 @@ impl Recorder {
     /// copied to `artifacts/source/NAME`. `whole_blake3` is the hash of the whole file.
     pub fn source(&mut self, name: &str, whole_blake3: &str, part: Part, bytes: Vec<u8>) -> Result<(), Refusal> {
         let path = format!("artifacts/source/{}", safe_name(name));
-        self.builder.file(path, bytes).map_err(|p| Refusal::new(name, None, p.message))?;
-        self.sources.push(SourceFile { name: name.to_string(), blake3: whole_blake3.to_string(), part, shared: false });
+        self.file(path.clone(), bytes).map_err(|p| Refusal::new(name, None, p.message))?;
+        self.sources.push(SourceFile {
+            name: name.to_string(),
+            blake3: whole_blake3.to_string(),
+            part,
+            artifact: path,
+            redacted: false,
+            shared: false,
+        });
         Ok(())
     }
     /// Like [`source`](Self::source), for a file that gives one run several parts (an
@@ -315,8 +335,15 @@ impl Recorder {
         shared: bool,
     ) -> Result<(), Refusal> {
         let path = format!("artifacts/source/{}", safe_name(artifact));
-        self.builder.file(path, bytes).map_err(|p| Refusal::new(name, None, p.message))?;
-        self.sources.push(SourceFile { name: name.to_string(), blake3: whole_blake3.to_string(), part, shared });
+        self.file(path.clone(), bytes).map_err(|p| Refusal::new(name, None, p.message))?;
+        self.sources.push(SourceFile {
+            name: name.to_string(),
+            blake3: whole_blake3.to_string(),
+            part,
+            artifact: path,
+            redacted: false,
+            shared,
+        });
         Ok(())
     }
     /// The source files read so far, as `blake3` or `blake3#part`.
@@ -336,12 +363,25 @@ impl Recorder {
     }
     pub fn patch(&mut self, diff: &str) {
         if !diff.trim().is_empty() {
-            let _ = self.builder.file("patch.diff", diff.as_bytes().to_vec());
+            let _ = self.file("patch.diff".into(), diff.as_bytes().to_vec());
         }
     }
     /// Another file of the package (a report, an artifact), relative to its root.
     pub fn artifact(&mut self, path: &str, bytes: Vec<u8>) -> Result<(), Refusal> {
-        self.builder.file(path.to_string(), bytes).map_err(|p| Refusal::new(path, None, p.message))
+        self.file(path.to_string(), bytes).map_err(|p| Refusal::new(path, None, p.message))
+    }
+    /// Every file the recorder adds goes through here: scanned for secrets as it is
+    /// written, and kept aside when it holds any (a later file of the same path replaces
+    /// both the file and what was kept).
+    fn file(&mut self, path: String, bytes: Vec<u8>) -> Result<(), Box<Problem>> {
+        let findings = secrets::scan(&bytes);
+        let kept = (!findings.is_empty()).then(|| bytes.clone());
+        self.builder.file(path.clone(), bytes)?;
+        match kept {
+            Some(bytes) => self.secret_files.insert(path, (findings, bytes)),
+            None => self.secret_files.remove(&path),
+        };
+        Ok(())
     }
     pub fn tokens(&mut self, tokens_in: Option<i64>, tokens_out: Option<i64>) {
         if let Some(t) = tokens_in {
@@ -682,8 +722,10 @@ impl Recorder {
     // ---- the package -------------------------------------------------------------------
 
     /// Writes the package: manifest (with provenance), outcome (label derived), and
-    /// validates it. A log that names no model and no `--model` is refused here.
-    pub fn finish(mut self, options: &Options) -> Result<BuiltPackage, Refusal> {
+    /// validates it, with the secrets its files and records hold counted by pattern
+    /// (replaced first, with `options.redact`). A log that names no model and no
+    /// `--model` is refused here.
+    pub fn finish(mut self, options: &Options) -> Result<(BuiltPackage, SecretCounts), Refusal> {
         let source_name = self.sources.first().map(|s| s.name.clone()).unwrap_or_else(|| self.episode.clone());
         let model = match &options.model {
             Some(m) => m.clone(),
@@ -720,6 +762,7 @@ impl Recorder {
             let ts = v.ts.clone();
             self.push(TraceKind::Verification, ts.as_deref(), Grade::Observed, f);
         }
+        let secrets = self.secrets(options.redact);
         let manifest = self.manifest(model, options);
         self.builder.manifest(manifest);
 
@@ -729,7 +772,92 @@ impl Recorder {
         let first = self.builder.clone().finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         let outcome = self.outcome(&first.episode.derived.posture);
         self.builder.outcome(outcome);
-        self.builder.finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))
+        let package = self.builder.finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
+        Ok((package, secrets))
+    }
+
+    /// Counts the secrets in the files written, in every string of every record
+    /// (commands, reasons, check ids, paths) and in the notes, by pattern; with `redact`,
+    /// replaces them and says so in the notes (section 0: the package tells what the
+    /// import changed), marking each source file whose copy no longer matches its `blake3`.
+    fn secrets(&mut self, redact: bool) -> SecretCounts {
+        let mut total = SecretCounts::new();
+        let mut in_sources = SecretCounts::new();
+        let mut source_paths: Vec<String> = Vec::new();
+        let mut in_others = SecretCounts::new();
+        let mut other_paths: Vec<String> = Vec::new();
+        for (path, (findings, bytes)) in std::mem::take(&mut self.secret_files) {
+            let counts = secrets::count(&findings);
+            secrets::add_counts(&mut total, &counts);
+            if !redact {
+                continue;
+            }
+            // The builder took this path once already.
+            let _ = self.builder.file(path.clone(), secrets::replace(&bytes, &findings));
+            if path.starts_with("artifacts/source/") {
+                for s in self.sources.iter_mut().filter(|s| s.artifact == path) {
+                    s.redacted = true;
+                }
+                secrets::add_counts(&mut in_sources, &counts);
+                source_paths.push(path);
+            } else {
+                secrets::add_counts(&mut in_others, &counts);
+                other_paths.push(path);
+            }
+        }
+        let mut in_records = SecretCounts::new();
+        let mut changes: Vec<(TraceKind, u64, String, Value)> = Vec::new();
+        for (_, kind) in TRACE_FILES {
+            for record in self.builder.records(kind).unwrap_or_default() {
+                let Some(seq) = record.get("seq").and_then(Value::as_u64) else { continue };
+                for (key, value) in record {
+                    if let Some(redacted) = redact_value(value, &mut in_records) {
+                        changes.push((kind, seq, key.clone(), redacted));
+                    }
+                }
+            }
+        }
+        // The notes so far (an error message a log carried may quote a key).
+        let notes: Vec<Option<Value>> =
+            self.notes.iter().map(|n| redact_value(&Value::String(n.clone()), &mut in_records)).collect();
+        secrets::add_counts(&mut total, &in_records);
+        if redact {
+            for (kind, seq, key, value) in changes {
+                self.builder.set_field(kind, seq, &key, value);
+            }
+            for (note, redacted) in self.notes.iter_mut().zip(notes) {
+                if let Some(Value::String(r)) = redacted {
+                    *note = r;
+                }
+            }
+            let sum = |counts: &SecretCounts| counts.iter().map(|(_, n)| n).sum::<usize>();
+            let names = |counts: &SecretCounts| counts.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", ");
+            if !source_paths.is_empty() {
+                self.note(format!(
+                    "redacted {} secrets (patterns: {}) in {}; the copies no longer match the blake3 of their \
+                     source files",
+                    sum(&in_sources),
+                    names(&in_sources),
+                    source_paths.join(", ")
+                ));
+            }
+            if !other_paths.is_empty() {
+                self.note(format!(
+                    "redacted {} secrets (patterns: {}) in {}",
+                    sum(&in_others),
+                    names(&in_others),
+                    other_paths.join(", ")
+                ));
+            }
+            if !in_records.is_empty() {
+                self.note(format!(
+                    "redacted {} secrets (patterns: {}) in trace records (commands, reasons, check ids) and notes",
+                    sum(&in_records),
+                    names(&in_records)
+                ));
+            }
+        }
+        total
     }
 
     fn manifest(&self, model: String, options: &Options) -> Value {
@@ -753,6 +881,9 @@ impl Recorder {
                     Part::Member(m) => f["part"] = json!(m),
                     Part::Line(n) => f["part"] = json!(n),
                     Part::Object(k) => f["part"] = json!(k),
+                }
+                if s.redacted {
+                    f["redacted"] = json!(true);
                 }
                 f
             })
@@ -835,6 +966,38 @@ impl Recorder {
     }
 }
 
+/// `value` with the secrets in its strings replaced (counted into `counts`), or `None`
+/// when it holds none.
+fn redact_value(value: &Value, counts: &mut SecretCounts) -> Option<Value> {
+    match value {
+        Value::String(s) => {
+            let findings = secrets::scan(s.as_bytes());
+            if findings.is_empty() {
+                return None;
+            }
+            secrets::add_counts(counts, &secrets::count(&findings));
+            let bytes = secrets::replace(s.as_bytes(), &findings);
+            Some(Value::String(String::from_utf8(bytes).expect("redaction replaces ASCII with ASCII")))
+        }
+        Value::Array(items) => {
+            let redacted: Vec<Option<Value>> = items.iter().map(|v| redact_value(v, counts)).collect();
+            if redacted.iter().all(Option::is_none) {
+                return None;
+            }
+            Some(Value::Array(redacted.into_iter().zip(items).map(|(r, v)| r.unwrap_or_else(|| v.clone())).collect()))
+        }
+        Value::Object(map) => {
+            let redacted: Vec<Option<Value>> = map.values().map(|v| redact_value(v, counts)).collect();
+            if redacted.iter().all(Option::is_none) {
+                return None;
+            }
+            let pairs = map.iter().zip(redacted);
+            Some(Value::Object(pairs.map(|((k, v), r)| (k.clone(), r.unwrap_or_else(|| v.clone()))).collect()))
+        }
+        _ => None,
+    }
+}
+
 /// The most frequent name; ties go to the one named first.
 fn most_frequent(names: &[String]) -> Option<String> {
     let mut counts: Vec<(&String, usize)> = Vec::new();
@@ -876,5 +1039,205 @@ fn safe_name(name: &str) -> String {
         "source".into()
     } else {
         parts.join("/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testing::import_paths;
+    use crate::{Options, Run};
+
+    // Fake secrets, split so the source text carries no token (see `secrets::tests`).
+    const GHP: &str = concat!("ghp", "_hGAkWvj7FAc9QeWJKY40uvSwMFLZDe1f8rES");
+    const OPENAI: &str = concat!("sk-", "fZ8UzDzV8fUkkibjL5DZT3BlbkFJPjN0MEQ7wjJJibaZUPgH");
+    const ANTHROPIC: &str = concat!(
+        "sk-",
+        "ant-api03-r3yBdGBLEPH1qhT61qtc4xatws8phP9nhFyJfm5di4PzJ59FHz5r1pY4OjE2jBMptUsGr7CmY_uCu3ZR1zTOlUcR64cXQAA"
+    );
+    const AWS_ID: &str = concat!("AKIA", "UJZDEGXDNCF32EPF");
+
+    /// A Claude Code run whose command exports a token and sends a key, whose tool
+    /// printed an AWS key id, and whose person pasted an Anthropic key mid-run.
+    fn log() -> String {
+        let sid = "99999999-8888-7777-6666-555555555555";
+        let command = format!(
+            "export GITHUB_TOKEN={GHP} && curl -H \"Authorization: Bearer {OPENAI}\" https://api.invalid/deploy"
+        );
+        let lines = [
+            json!({"type": "system", "subtype": "init", "session_id": sid, "cwd": "/srv/app", "model": "claude-sonnet-4-5", "claude_code_version": "2.1.100"}),
+            json!({"type": "user", "session_id": sid, "timestamp": "2026-01-01T10:00:00Z", "parent_tool_use_id": null,
+                "message": {"role": "user", "content": "Deploy the app."}}),
+            json!({"type": "assistant", "session_id": sid, "timestamp": "2026-01-01T10:00:01Z", "parent_tool_use_id": null,
+                "message": {"id": "m1", "model": "claude-sonnet-4-5", "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": command}}]}}),
+            json!({"type": "user", "session_id": sid, "timestamp": "2026-01-01T10:00:02Z", "parent_tool_use_id": null,
+                "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": false,
+                "content": format!("deployed with key id {AWS_ID}")}]}}),
+            json!({"type": "user", "session_id": sid, "timestamp": "2026-01-01T10:00:03Z", "parent_tool_use_id": null,
+                "message": {"role": "user", "content": format!("use ANTHROPIC_API_KEY={ANTHROPIC} for the next step")}}),
+            json!({"type": "assistant", "session_id": sid, "timestamp": "2026-01-01T10:00:04Z", "parent_tool_use_id": null,
+                "message": {"id": "m2", "model": "claude-sonnet-4-5", "role": "assistant", "content": [{"type": "text", "text": "Done."}]}}),
+            json!({"type": "result", "subtype": "success", "is_error": false, "session_id": sid, "total_cost_usd": 0.1,
+                "usage": {"input_tokens": 10, "output_tokens": 1}}),
+        ];
+        lines.iter().map(|l| serde_json::to_string(l).unwrap() + "\n").collect()
+    }
+
+    fn import(redact: bool) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, log()).unwrap();
+        let (plan, runs) = import_paths(&[path], &Options { redact, ..Options::default() });
+        assert!(plan.refused.is_empty(), "{:?}", plan.refused);
+        assert_eq!(runs.len(), 1);
+        runs.into_iter().next().unwrap().unwrap()
+    }
+
+    fn everything(run: &Run) -> String {
+        let files = &run.package.raw.files;
+        files.iter().map(|f| format!("{}\n{}\n", f.path, String::from_utf8_lossy(&f.bytes))).collect()
+    }
+
+    fn notes(run: &Run) -> Vec<String> {
+        let p = run.package.episode.manifest.provenance().unwrap();
+        p["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_string()).collect()
+    }
+
+    const EXPECTED: [(&str, usize); 4] =
+        [("aws-access-key-id", 1), ("github-token", 2), ("anthropic-key", 2), ("openai-key", 2)];
+
+    #[test]
+    fn secrets_are_counted_and_kept_without_redact() {
+        let run = import(false);
+        // The source copy holds each once; the command (tools record) holds the GitHub
+        // token and the OpenAI key, the intervention's reason the Anthropic key.
+        assert_eq!(run.secrets, EXPECTED.to_vec());
+        let all = everything(&run);
+        for secret in [GHP, OPENAI, ANTHROPIC, AWS_ID] {
+            assert!(all.contains(secret), "{secret} kept");
+        }
+        let tools = run.package.raw.file("traces/tools.jsonl").unwrap();
+        assert!(String::from_utf8_lossy(tools).contains(GHP));
+        assert!(notes(&run).iter().all(|n| !n.contains("redacted")));
+        let p = run.package.episode.manifest.provenance().unwrap();
+        assert!(p["source_files"][0].get("redacted").is_none());
+    }
+
+    #[test]
+    fn redact_leaves_no_secret_in_the_package() {
+        let plain = import(false);
+        let run = import(true);
+        assert_eq!(run.secrets, EXPECTED.to_vec(), "the same secrets, now replaced");
+        let all = everything(&run);
+        for secret in [GHP, OPENAI, ANTHROPIC, AWS_ID, "ghp_", "sk-", "AKIA"] {
+            assert!(!all.contains(secret), "{secret} left in the package:\n{all}");
+        }
+        for f in &run.package.raw.files {
+            assert_eq!(crate::secrets::scan(&f.bytes), vec![], "{}", f.path);
+        }
+        // The copy is still JSON Lines, with the replacement inside its strings.
+        let copy = run.package.raw.file("artifacts/source/session.jsonl").unwrap();
+        for line in String::from_utf8(copy.to_vec()).unwrap().lines() {
+            serde_json::from_str::<serde_json::Value>(line).expect("each line still JSON");
+        }
+        assert!(String::from_utf8_lossy(copy).contains("export GITHUB_TOKEN=[REDACTED:github-token] && curl"));
+        let tools = String::from_utf8(run.package.raw.file("traces/tools.jsonl").unwrap().to_vec()).unwrap();
+        assert!(tools.contains(r#"Authorization: Bearer [REDACTED:openai-key]\""#), "{tools}");
+        let interventions = run.package.raw.file("traces/interventions.jsonl").unwrap();
+        assert!(String::from_utf8_lossy(interventions).contains("ANTHROPIC_API_KEY=[REDACTED:anthropic-key]"));
+
+        // Said in the provenance; the source file marked.
+        let notes = notes(&run);
+        assert!(
+            notes.contains(
+                &"redacted 4 secrets (patterns: aws-access-key-id, github-token, anthropic-key, openai-key) in \
+                  artifacts/source/session.jsonl; the copies no longer match the blake3 of their source files"
+                    .to_string()
+            ),
+            "{notes:?}"
+        );
+        assert!(
+            notes.contains(
+                &"redacted 3 secrets (patterns: github-token, anthropic-key, openai-key) in trace records \
+                  (commands, reasons, check ids) and notes"
+                    .to_string()
+            ),
+            "{notes:?}"
+        );
+        let p = run.package.episode.manifest.provenance().unwrap();
+        assert_eq!(p["source_files"][0]["redacted"], json!(true));
+        assert_eq!(
+            p["source_files"][0]["blake3"],
+            plain.package.episode.manifest.provenance().unwrap()["source_files"][0]["blake3"]
+        );
+
+        // Valid (finish validated it; read again as the store would), the same records,
+        // and the same bytes on a second import.
+        epistore_package::parse_package(&run.package.raw).expect("the package validates");
+        let e = &run.package.episode;
+        assert_eq!(e.tools.as_ref().map(Vec::len), plain.package.episode.tools.as_ref().map(Vec::len));
+        assert_eq!(e.interventions.as_ref().map(Vec::len), plain.package.episode.interventions.as_ref().map(Vec::len));
+        assert_eq!(import(true).package.id(), run.package.id());
+        assert_ne!(plain.package.id(), run.package.id());
+    }
+
+    /// Through the recorder itself: a patch, a note and a check's command and id.
+    #[test]
+    fn redact_reaches_the_patch_the_notes_and_checks() {
+        use crate::recorder::{Call, Grade, Part, Recorder};
+        use crate::Format;
+        let record = |redact: bool| {
+            let mut rec = Recorder::new(Format::Codex, "r1");
+            rec.model("gpt-5");
+            rec.source("log.txt", &"ab".repeat(32), Part::Whole, format!("token {GHP}\n").into_bytes()).unwrap();
+            rec.patch(&format!("--- a/.env\n+++ b/.env\n@@ -0,0 +1 @@\n+OPENAI_API_KEY={OPENAI}\n"));
+            rec.note(format!("the output's `error`: Incorrect API key provided: {OPENAI}"));
+            rec.shell(Call::new("shell").exit(Some(0), Grade::Observed), &format!("GITHUB_TOKEN={GHP} pytest"));
+            rec.finish(&Options { redact, ..Options::default() }).unwrap()
+        };
+        let (plain, counts) = record(false);
+        assert_eq!(counts, vec![("github-token", 3), ("openai-key", 2)], "copy, command, check command; patch, note");
+        let (package, redacted_counts) = record(true);
+        assert_eq!(redacted_counts, counts);
+        let all: String = package.raw.files.iter().map(|f| String::from_utf8_lossy(&f.bytes).into_owned()).collect();
+        assert!(!all.contains(GHP) && !all.contains(OPENAI), "{all}");
+        assert_eq!(
+            package.raw.file("patch.diff").unwrap(),
+            b"--- a/.env\n+++ b/.env\n@@ -0,0 +1 @@\n+OPENAI_API_KEY=[REDACTED:openai-key]\n"
+        );
+        let checks = package.episode.checks.as_ref().unwrap();
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].command.as_deref(), Some("GITHUB_TOKEN=[REDACTED:github-token] pytest"));
+        let notes = package.episode.manifest.provenance().unwrap()["notes"].clone();
+        assert_eq!(
+            notes,
+            json!([
+                "the output's `error`: Incorrect API key provided: [REDACTED:openai-key]",
+                "redacted 1 secrets (patterns: github-token) in artifacts/source/log.txt; the copies no longer match \
+                 the blake3 of their source files",
+                "redacted 1 secrets (patterns: openai-key) in patch.diff",
+                "redacted 3 secrets (patterns: github-token, openai-key) in trace records (commands, reasons, check ids) \
+                 and notes",
+            ])
+        );
+        assert!(plain.raw.file("patch.diff").unwrap().windows(GHP.len()).all(|w| w != GHP.as_bytes()));
+    }
+
+    #[test]
+    fn the_fixtures_hold_no_secret() {
+        // Every real fixture imported as the command does: nothing found in any package.
+        let dir = crate::testing::fixture("");
+        let (_, runs) = import_paths(&[dir], &Options::default());
+        let runs: Vec<Run> = runs.into_iter().flatten().collect();
+        assert!(runs.len() >= 50, "the fixtures import: {} runs", runs.len());
+        let mut found = Vec::new();
+        for run in runs {
+            if !run.secrets.is_empty() {
+                found.push((run.package.episode.manifest.episode.clone(), run.secrets));
+            }
+        }
+        assert_eq!(found, vec![]);
     }
 }
