@@ -153,7 +153,25 @@ impl PackageBuilder {
         }
     }
 
-    /// The records pushed so far to a trace (`None` when it is not recorded).
+    /// Writes a trace's records in another order than they were pushed: line `k` of the
+    /// file gets the record that was `order[k]`-th (records may appear in any order in a
+    /// file, spec 3, as when a recorder flushes late). Every record keeps its `seq`, and
+    /// later pushes still append. Returns false, changing nothing, unless `order` is a
+    /// permutation of the trace's records.
+    pub fn reorder(&mut self, kind: TraceKind, order: &[usize]) -> bool {
+        let Some(records) = self.traces[slot(kind)].as_mut() else { return false };
+        let mut seen = vec![false; records.len()];
+        let permutation = order.len() == records.len()
+            && order.iter().all(|&i| i < seen.len() && !std::mem::replace(&mut seen[i], true));
+        if permutation {
+            let mut taken: Vec<Option<Map<String, Value>>> = records.drain(..).map(Some).collect();
+            records.extend(order.iter().map(|&i| taken[i].take().expect("a permutation takes each once")));
+        }
+        permutation
+    }
+
+    /// The records of a trace so far, in the order they will be written (`None` when it
+    /// is not recorded).
     pub fn records(&self, kind: TraceKind) -> Option<&[Map<String, Value>]> {
         self.traces[slot(kind)].as_deref()
     }
@@ -247,9 +265,13 @@ fn document(value: &Value, layout: Layout) -> Vec<u8> {
 fn jsonl(records: &[Map<String, Value>], layout: Layout) -> Vec<u8> {
     let mut out = Vec::new();
     for record in records {
-        let record = Value::Object(record.clone());
-        let record = if layout.sorted_keys { sorted(&record) } else { record };
-        serde_json::to_writer(&mut out, &record).expect("JSON values serialise");
+        // A map writes exactly as the object value holding it: no copy unless sorting.
+        if layout.sorted_keys {
+            serde_json::to_writer(&mut out, &sorted(&Value::Object(record.clone())))
+        } else {
+            serde_json::to_writer(&mut out, record)
+        }
+        .expect("JSON values serialise");
         out.push(b'\n');
     }
     out
@@ -359,6 +381,52 @@ mod tests {
         assert_eq!(read.into_iter().next().unwrap().unwrap().id, built.raw.id);
         assert!(built.write_dir(&dir).is_err(), "an existing package is never overwritten");
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "no staging directory left behind");
+    }
+
+    #[test]
+    fn reorder_writes_lines_in_the_given_order_with_their_seqs() {
+        let push3 = |layout| {
+            let mut b = minimal(layout);
+            for kind in ["read", "search", "edit"] {
+                b.push(TraceKind::Actions, obj(json!({"kind": kind})));
+            }
+            b
+        };
+        let mut b = push3(Layout::AS_GIVEN);
+        assert!(b.reorder(TraceKind::Actions, &[0, 2, 1]));
+        let later = b.push(TraceKind::Actions, obj(json!({"kind": "run"})));
+        assert!(b.set_field(TraceKind::Actions, 1, "ok", json!(false)), "set_field still finds a record by seq");
+        let built = b.finish().unwrap();
+        let actions = std::str::from_utf8(built.raw.file("traces/actions.jsonl").unwrap()).unwrap();
+        assert_eq!(
+            actions,
+            "{\"seq\":0,\"kind\":\"read\"}\n{\"seq\":2,\"kind\":\"edit\"}\n\
+             {\"seq\":1,\"kind\":\"search\",\"ok\":false}\n{\"seq\":3,\"kind\":\"run\"}\n"
+        );
+        assert_eq!(later, 3);
+        let seqs: Vec<u64> = built.episode.actions.unwrap().iter().map(|a| a.common.seq).collect();
+        assert_eq!(seqs, [0, 2, 1, 3], "the store reads records in file order, by their own seq");
+
+        // The identity order writes exactly what no reorder writes.
+        let plain = push3(Layout::SORTED).finish().unwrap();
+        let mut same = push3(Layout::SORTED);
+        assert!(same.reorder(TraceKind::Actions, &[0, 1, 2]));
+        assert_eq!(same.finish().unwrap().raw.id, plain.raw.id);
+    }
+
+    #[test]
+    fn reorder_refuses_anything_but_a_permutation() {
+        let mut b = minimal(Layout::SORTED);
+        b.push(TraceKind::Actions, obj(json!({"kind": "read"})));
+        b.push(TraceKind::Actions, obj(json!({"kind": "edit"})));
+        for order in [&[0][..], &[0, 1, 2], &[1, 1], &[0, 2]] {
+            assert!(!b.reorder(TraceKind::Actions, order), "{order:?}");
+        }
+        assert!(!b.reorder(TraceKind::Tools, &[]), "a trace that is not recorded");
+        let kinds: Vec<&Value> = b.records(TraceKind::Actions).unwrap().iter().map(|r| &r["kind"]).collect();
+        assert_eq!(kinds, [&json!("read"), &json!("edit")], "a refused order changes nothing");
+        b.record_trace(TraceKind::Tools);
+        assert!(b.reorder(TraceKind::Tools, &[]), "the empty permutation of a recorded, empty trace");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
+use epistore_package::{Layout, PackageBuilder, TraceKind, FORMAT_V1};
 use serde_json::{json, Map, Value};
 
 use crate::rng::{round, sigmoid, Prng, STREAM_EPISODE, STREAM_RUN};
@@ -26,10 +27,12 @@ pub struct Slot {
     pub retried: bool,
 }
 
-/// A generated package: its directory (relative to the output root) and its files.
-pub struct Package<'w> {
+/// A generated package, as `PackageBuilder` built and validated it: its directory
+/// (relative to the output root) and its files (package path, bytes) in bytewise path
+/// order.
+pub struct Package {
     pub dir: String,
-    pub files: Vec<(String, Cow<'w, [u8]>)>,
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 /// The verifiers of the population, with how they read a candidate's plausibility:
@@ -592,30 +595,15 @@ impl<'w> Sim<'w> {
     }
 }
 
-fn jsonl(records: &[Rec], shuffle: Option<&mut Prng>) -> Vec<u8> {
-    let mut lines: Vec<String> = records.iter().map(|r| Value::Object(r.clone()).to_string()).collect();
-    if let Some(rng) = shuffle {
-        // Records may appear in any order in a file (spec 3): a late flush.
-        if lines.len() >= 3 {
-            let i = rng.index(lines.len() - 1);
-            lines.swap(i, i + 1);
-        }
-    }
-    let mut out = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-    for l in lines {
-        out.push_str(&l);
-        out.push('\n');
-    }
-    out.into_bytes()
-}
-
-fn pretty(v: &Value) -> Vec<u8> {
+/// A JSON report artifact (`reports/*.json`): pretty, with a final newline. The report
+/// is the agent's, not the package format's: the format's documents are the builder's.
+fn report_json(v: &Value) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(v).expect("JSON values serialise");
     out.push(b'\n');
     out
 }
 
-pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &Slot) -> Package<'w> {
+pub fn build(world: &World, config_seed: u64, output_scale: f64, slot: &Slot) -> Package {
     let model = &world.models[slot.model];
     let task = &world.tasks[slot.task];
     let repo = &world.repos[task.repo];
@@ -1041,7 +1029,41 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         }
     }
 
-    // ---- outcome ------------------------------------------------------------------------
+    // ---- outcome, manifest, files -------------------------------------------------------
+    let ending = Ending { start, ended, final_rev, final_correct, stop_reason, claimed, unsafe_action };
+    let outcome = outcome(&mut sim, &d, &ending);
+    let episode_label = format!("{}/{}/seed-{}", task.id, level_name, slot.seed);
+    let manifest = manifest(&sim, slot, &d, config_seed, &episode_label, &ending, trace_complete);
+    let dir = format!("{}/{}/{}/s{}-a{}", model.name, level_name, task.id, slot.seed, slot.attempt);
+    package(sim, dir, manifest, outcome, &episode_label, &ending)
+}
+
+/// How the episode ended: what its outcome, manifest and files are written from.
+#[derive(Clone, Copy)]
+struct Ending {
+    start: i64,
+    ended: i64,
+    final_rev: usize,
+    final_correct: bool,
+    stop_reason: &'static str,
+    claimed: bool,
+    unsafe_action: bool,
+}
+
+/// The outcome document, with the label and requirement statuses the reports repeat.
+struct Outcome {
+    document: Value,
+    label: &'static str,
+    requirements: Vec<(String, &'static str)>,
+}
+
+/// Judges the episode: its label (now and then disagreeing with the evidence), verdicts,
+/// admission, cost. Draws from the episode's stream, after the evaluation.
+fn outcome(sim: &mut Sim, d: &Design, ending: &Ending) -> Outcome {
+    let (task, model, level) = (sim.task, sim.model, sim.level);
+    let Ending { start, ended, final_rev, final_correct, stop_reason, claimed, unsafe_action } = *ending;
+    let reqs = sim.requirement_ids();
+    let budget = task.actions_max;
     let on_final = |c: &&AgentCheck| c.revision == final_rev;
     let req_status: Vec<(String, &str)> = reqs
         .iter()
@@ -1153,17 +1175,30 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
     if timed_out_checks > 0 {
         outcome.insert("notes".into(), json!(format!("{timed_out_checks} check(s) timed out; recorded, not retried")));
     }
+    Outcome { document: Value::Object(outcome), label, requirements: req_status }
+}
 
-    // ---- manifest ---------------------------------------------------------------------
-    let episode_label = format!("{}/{}/seed-{}", task.id, level_name, slot.seed);
+/// The manifest: who ran what, when, under which harness, and whether the traces are
+/// complete.
+fn manifest(
+    sim: &Sim,
+    slot: &Slot,
+    d: &Design,
+    config_seed: u64,
+    episode_label: &str,
+    ending: &Ending,
+    trace_complete: bool,
+) -> Value {
+    let (task, model, repo, level) = (sim.task, sim.model, sim.repo, sim.level);
+    let level_name = LEVELS[level];
     let mut tags = Map::new();
     tags.insert("study".into(), json!(if d.forced { "forced-revision" } else { "harness-ladder" }));
     if d.start_state.is_some() {
         tags.insert("start".into(), json!("common-state"));
     }
     tags.insert("population".into(), json!(format!("synth-{config_seed}")));
-    let manifest = json!({
-        "format": "episode-package/1",
+    json!({
+        "format": FORMAT_V1,
         "episode": episode_label,
         "model": {"name": model.name, "version": model.version, "provider": model.provider},
         "harness": {"name": "ladder", "level": level_name, "version": "1.0", "components": COMPONENTS[level]},
@@ -1172,55 +1207,84 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
         "requirements": task.requirements.iter().map(|(id, text)| json!({"id": id, "text": text})).collect::<Vec<_>>(),
         "seed": slot.seed,
         "attempt": slot.attempt,
-        "started_at": rfc3339(start),
-        "ended_at": rfc3339(ended),
+        "started_at": rfc3339(ending.start),
+        "ended_at": rfc3339(ending.ended),
         "trace_complete": trace_complete,
         "tags": tags,
-    });
+    })
+}
 
-    // ---- files --------------------------------------------------------------------------
-    let mut files: Vec<(String, Cow<'w, [u8]>)> = Vec::with_capacity(16 + sim.artifacts.len());
-    files.push(("manifest.json".into(), Cow::Owned(pretty(&manifest))));
-    files.push(("outcome.json".into(), Cow::Owned(pretty(&Value::Object(outcome)))));
-    let shuffle_actions = sim.rng.chance(0.04);
-    files.push((
-        "traces/actions.jsonl".into(),
-        Cow::Owned(jsonl(&sim.actions, shuffle_actions.then_some(&mut sim.rng))),
-    ));
-    if level >= 1 {
-        files.push(("traces/tools.jsonl".into(), Cow::Owned(jsonl(&sim.tools, None))));
+/// The file step: the episode's records, documents, patch, reports and artifacts, written
+/// through the package format's one writer (synth's own key order, `Layout::AS_GIVEN`).
+/// Draws from the episode's stream last: the swapped action lines, the patch, the report
+/// variants.
+fn package(
+    mut sim: Sim,
+    dir: String,
+    manifest: Value,
+    outcome: Outcome,
+    episode_label: &str,
+    ending: &Ending,
+) -> Package {
+    let (level, repo, task) = (sim.level, sim.repo, sim.task);
+    let Ending { final_rev, stop_reason, .. } = *ending;
+    let mut b = PackageBuilder::new(dir.as_str(), Layout::AS_GIVEN);
+    b.manifest(manifest);
+    b.outcome(outcome.document);
+
+    // What the level's recorder writes: a trace it does not record has no file at all,
+    // one it records may be an empty file.
+    let traces = [
+        (TraceKind::Actions, true, std::mem::take(&mut sim.actions)),
+        (TraceKind::Tools, level >= 1, std::mem::take(&mut sim.tools)),
+        (TraceKind::Context, level >= 2, std::mem::take(&mut sim.context)),
+        (TraceKind::Verification, !sim.checks.is_empty() || level == 3, std::mem::take(&mut sim.checks)),
+        (TraceKind::Attribution, level == 3, std::mem::take(&mut sim.attribution)),
+        (TraceKind::Entropy, level == 3, std::mem::take(&mut sim.entropy)),
+        (TraceKind::Interventions, sim.record_interventions, std::mem::take(&mut sim.interventions)),
+    ];
+    // The simulation handed out the seqs; pushed in seq order, the builder gives every
+    // record the same one, and the seqs the recorder missed (`Sim::gap`) stay unused.
+    let mut records: Vec<(u64, TraceKind, Rec)> = Vec::new();
+    for (kind, _, trace) in traces.into_iter().filter(|(_, recorded, _)| *recorded) {
+        b.record_trace(kind);
+        records.extend(trace.into_iter().map(|r| (r["seq"].as_u64().expect("Sim::record sets seq"), kind, r)));
     }
-    if level >= 2 {
-        files.push(("traces/context.jsonl".into(), Cow::Owned(jsonl(&sim.context, None))));
+    records.sort_unstable_by_key(|(seq, ..)| *seq);
+    for (seq, kind, record) in records {
+        b.skip_seq(seq.checked_sub(b.next_seq()).expect("seqs are unique"));
+        b.push(kind, record);
     }
-    if !sim.checks.is_empty() || level == 3 {
-        files.push(("traces/verification.jsonl".into(), Cow::Owned(jsonl(&sim.checks, None))));
+    if sim.rng.chance(0.04) {
+        // Records may appear in any order in a file (spec 3): a late flush.
+        let n = b.records(TraceKind::Actions).map_or(0, <[Rec]>::len);
+        if n >= 3 {
+            let i = sim.rng.index(n - 1);
+            let mut order: Vec<usize> = (0..n).collect();
+            order.swap(i, i + 1);
+            assert!(b.reorder(TraceKind::Actions, &order));
+        }
     }
-    if level == 3 {
-        files.push(("traces/attribution.jsonl".into(), Cow::Owned(jsonl(&sim.attribution, None))));
-        files.push(("traces/entropy.jsonl".into(), Cow::Owned(jsonl(&sim.entropy, None))));
-    }
-    if sim.record_interventions {
-        files.push(("traces/interventions.jsonl".into(), Cow::Owned(jsonl(&sim.interventions, None))));
-    }
+
     if final_rev > 0 {
         let patch = text::diff(&mut sim.rng, repo, &sim.edited);
-        files.push(("patch.diff".into(), Cow::Owned(patch.into_bytes())));
+        add_file(&mut b, "patch.diff", patch.into_bytes());
     }
-    files.push(("artifacts/task-spec.md".into(), Cow::Borrowed(task.spec_md.as_slice())));
+    add_file(&mut b, "artifacts/task-spec.md", task.spec_md.clone());
     if level >= 2 {
-        files.push(("artifacts/repo-snapshot.txt".into(), Cow::Borrowed(task.snapshot.as_slice())));
+        add_file(&mut b, "artifacts/repo-snapshot.txt", task.snapshot.clone());
     }
     if level == 3 && !sim.repro_log.is_empty() {
-        files.push(("artifacts/repro.log".into(), Cow::Owned(std::mem::take(&mut sim.repro_log).into_bytes())));
+        add_file(&mut b, "artifacts/repro.log", std::mem::take(&mut sim.repro_log).into_bytes());
     }
-    let final_report = final_report(&episode_label, task, label, final_rev, &req_status, stop_reason);
+    let label = outcome.label;
+    let final_report = final_report(episode_label, task, label, final_rev, &outcome.requirements, stop_reason);
     if sim.rng.chance(0.1) {
         let v = json!({"episode": episode_label, "label": label, "final_revision": final_rev,
                        "stop_reason": stop_reason, "summary": final_report});
-        files.push(("reports/final.json".into(), Cow::Owned(pretty(&v))));
+        add_file(&mut b, "reports/final.json", report_json(&v));
     } else {
-        files.push(("reports/final.md".into(), Cow::Owned(final_report.into_bytes())));
+        add_file(&mut b, "reports/final.md", final_report.into_bytes());
     }
     if level == 3 {
         if sim.rng.chance(0.15) {
@@ -1233,16 +1297,24 @@ pub fn build<'w>(world: &'w World, config_seed: u64, output_scale: f64, slot: &S
                 })
                 .collect();
             let v = json!({"episode": episode_label, "final_revision": final_rev, "checks": checks});
-            files.push(("reports/verification.json".into(), Cow::Owned(pretty(&v))));
+            add_file(&mut b, "reports/verification.json", report_json(&v));
         } else {
-            let md = verification_report(&episode_label, final_rev, &sim.agent_checks);
-            files.push(("reports/verification.md".into(), Cow::Owned(md.into_bytes())));
+            let md = verification_report(episode_label, final_rev, &sim.agent_checks);
+            add_file(&mut b, "reports/verification.md", md.into_bytes());
         }
     }
-    files.append(&mut sim.artifacts);
+    for (path, bytes) in std::mem::take(&mut sim.artifacts) {
+        add_file(&mut b, &path, bytes.into_owned());
+    }
 
-    let dir = format!("{}/{}/{}/s{}-a{}", model.name, level_name, task.id, slot.seed, slot.attempt);
-    Package { dir, files }
+    let built = b.finish().unwrap_or_else(|p| panic!("synth built an invalid package: {p}"));
+    Package { dir, files: built.raw.files.into_iter().map(|f| (f.path, f.bytes)).collect() }
+}
+
+/// Adds one of synth's own files (patch, report, artifact): their paths are fixed
+/// package paths, so a refusal is a bug here.
+fn add_file(b: &mut PackageBuilder, path: &str, bytes: Vec<u8>) {
+    b.file(path, bytes).unwrap_or_else(|p| panic!("synth wrote a file the package cannot hold: {p}"));
 }
 
 fn final_report(

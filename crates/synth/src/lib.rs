@@ -166,11 +166,10 @@ impl Generator {
     /// them.
     pub fn package(&self, i: usize) -> (String, Vec<(String, Vec<u8>)>) {
         let package = self.build(i);
-        let files = package.files.into_iter().map(|(path, bytes)| (path, bytes.into_owned())).collect();
-        (package.dir, files)
+        (package.dir, package.files)
     }
 
-    fn build(&self, i: usize) -> episode::Package<'_> {
+    fn build(&self, i: usize) -> episode::Package {
         episode::build(&self.world, self.seed, self.output_scale, &self.slots[i])
     }
 }

@@ -438,3 +438,73 @@ fn sample_statistics() {
         );
     }
 }
+
+/// The population the byte guard below hashes: every harness level, forced-revision and
+/// ladder runs, retried attempts, shuffled action lines, seq gaps, every report variant.
+fn guard_config() -> Config {
+    Config {
+        episodes: 400,
+        first: 0,
+        seed: 11,
+        models: 3,
+        tasks: 24,
+        cluster_size: 4,
+        attempts_max: 3,
+        output_scale: 0.05,
+    }
+}
+
+/// blake3 over every package of [`guard_config`] in population order: its directory, then
+/// each file in bytewise path order (path, 0x00, length, bytes), as `generate` writes it.
+///
+/// Computed with the code BEFORE synth moved onto `epistore_package::PackageBuilder`.
+/// It must never change: synth's episode ids are in goldens and benchmark baselines, so
+/// any change to what synth writes, however small, is a bug, not a constant to update.
+const GUARD_DIGEST: &str = "ddab33237024fa149e5f61231bffba1c889b545034fb557484c5b362c0e023a3";
+
+#[test]
+fn output_bytes_never_change() {
+    let generator = Generator::new(&guard_config()).unwrap();
+    let mut hasher = blake3::Hasher::new();
+    let (mut levels, mut reports) = (BTreeSet::new(), BTreeSet::new());
+    let (mut shuffled, mut gaps, mut incomplete, mut empty_traces, mut no_tools, mut patches) = (0, 0, 0, 0, 0, 0);
+    for i in 0..generator.len() {
+        let (dir, files) = generator.package(i);
+        let files: BTreeMap<String, Vec<u8>> = files.into_iter().collect();
+        hasher.update(dir.as_bytes());
+        hasher.update(&[0]);
+        for (path, bytes) in &files {
+            hasher.update(path.as_bytes());
+            hasher.update(&[0]);
+            hasher.update(&(bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        }
+
+        // What the population covers, so the digest guards every writing path.
+        levels.insert(dir.split('/').nth(1).unwrap().to_string());
+        reports.extend(files.keys().filter(|p| p.starts_with("reports/")).cloned());
+        let seqs = |path: &str| -> Vec<u64> {
+            let text = std::str::from_utf8(files.get(path).map_or(&[][..], Vec::as_slice)).unwrap();
+            text.lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].as_u64().unwrap())
+                .collect()
+        };
+        let actions = seqs("traces/actions.jsonl");
+        shuffled += actions.windows(2).any(|w| w[0] > w[1]) as usize;
+        let mut all: Vec<u64> = files.keys().filter(|p| p.starts_with("traces/")).flat_map(|p| seqs(p)).collect();
+        all.sort_unstable();
+        gaps += all.last().is_some_and(|&last| last + 1 != all.len() as u64) as usize;
+        let manifest: serde_json::Value = serde_json::from_slice(&files["manifest.json"]).unwrap();
+        incomplete += (manifest["trace_complete"] == false) as usize;
+        empty_traces += files.iter().any(|(p, b)| p.starts_with("traces/") && b.is_empty()) as usize;
+        no_tools += !files.contains_key("traces/tools.jsonl") as usize;
+        patches += files.contains_key("patch.diff") as usize;
+    }
+    assert_eq!(levels, BTreeSet::from(["H0", "H1", "H2", "H3"].map(String::from)));
+    let variants = ["reports/final.json", "reports/final.md", "reports/verification.json", "reports/verification.md"];
+    assert_eq!(reports, BTreeSet::from(variants.map(String::from)));
+    assert!(shuffled >= 3, "{shuffled} packages with swapped action lines");
+    assert!(gaps >= 3 && incomplete >= gaps, "{gaps} packages with seq gaps, {incomplete} incomplete");
+    assert!(empty_traces > 0 && no_tools > 0 && patches > 0 && patches < generator.len());
+    assert_eq!(hasher.finalize().to_hex().as_str(), GUARD_DIGEST);
+}
