@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use epistore_import::{plan, read_unit, Context, Format, Options, Prior, Refusal, Run, Unit};
+use epistore_import::{plan, read_unit, Context, Format, Options, Part, Prior, Refusal, Run, Unit};
 use epistore_package::{hex, Hash};
 use epistore_store::{IngestOptions, PackageOutcome, Snapshot, Store};
 use serde_json::{json, Value};
@@ -121,6 +121,19 @@ impl StoredImports {
         Ok(StoredImports { keys, by_label, snapshot: Mutex::new(snapshot) })
     }
 
+    /// Whether the unit's main source part (its first file, and the part of it) was the
+    /// source of a stored import: the key a run read from it would have.
+    fn unit_already(&self, unit: &Unit) -> bool {
+        let Some(first) = unit.files.first() else { return false };
+        let Ok(hash) = first.blake3() else { return false };
+        let key = match &unit.part {
+            Part::Whole => hash,
+            Part::Member(m) | Part::Object(m) => format!("{hash}#{m}"),
+            Part::Line(n) => format!("{hash}#{n}"),
+        };
+        self.keys.contains_key(&key)
+    }
+
     /// The stored episode a run's own source files came from, and whether it has a verdict.
     fn already(&self, run: &Run) -> Option<(Hash, bool)> {
         run.source_keys.iter().find_map(|k| self.keys.get(k).copied())
@@ -181,6 +194,9 @@ fn ingest_runs(
     let stored = StoredImports::read(&store)?;
     let ctx = Context { options: &args.options, reports: &planned.reports, prior: Some(&stored) };
     let shared = Mutex::new(std::mem::take(summary));
+    // A unit whose source part is already stored is skipped unread, unless the call asks
+    // to import again or brings reports (a verdict may make a new episode of an old run).
+    let fast_already = !args.reimport && planned.reports.is_empty();
     let bar = progress_bar(args.quiet, planned.units.len() as u64, "logs");
     let label = format!("import {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
     let options = IngestOptions { label, chunk_sources: 64, ..IngestOptions::default() };
@@ -190,6 +206,13 @@ fn ingest_runs(
         &planned.units,
         |unit: &Unit| {
             let mut packages = Vec::new();
+            if fast_already && stored.unit_already(unit) {
+                // Its own source part is in the store: not even read again.
+                let mut s = shared.lock().expect("summary lock");
+                s.of(unit.format.name()).found += 1;
+                s.of(unit.format.name()).already_present += 1;
+                return packages;
+            }
             for run in read_unit(unit, &ctx) {
                 let mut s = shared.lock().expect("summary lock");
                 s.of(unit.format.name()).found += 1;
@@ -272,41 +295,50 @@ fn write_packages(out: &Path, planned: &epistore_import::Plan, args: &ImportArgs
     use rayon::prelude::*;
     let ctx = Context { options: &args.options, reports: &planned.reports, prior: None };
     let bar = progress_bar(args.quiet, planned.units.len() as u64, "logs");
-    let results: Vec<(Format, Vec<Result<Run, Refusal>>)> = planned
-        .units
-        .par_iter()
-        .map(|unit| {
-            let runs = read_unit(unit, &ctx);
-            bar.inc(1);
-            (unit.format, runs)
-        })
-        .collect();
-    bar.finish_and_clear();
-    for (format, runs) in results {
-        for run in runs {
-            summary.of(format.name()).found += 1;
-            let run = match run {
-                Ok(run) => run,
-                Err(refusal) => {
-                    summary.refuse(Some(format), refusal);
-                    continue;
-                }
-            };
-            let id = hex(run.package.id());
-            let label = &run.package.episode.manifest.episode;
-            let dir = out.join(format.name()).join(format!("{}-{}", file_safe(label), &id[..12]));
-            let instance = instance_of(&run);
-            if dir.join("manifest.json").is_file() {
-                summary.of(format.name()).already_present += 1;
-                summary.episodes.push((format.name().to_string(), instance, "already_present"));
-                continue;
+    // A chunk of units at a time, read in parallel and written before the next is read,
+    // so memory holds one chunk of packages whatever the size of the input.
+    for chunk in planned.units.chunks(64) {
+        let results: Vec<(Format, Vec<Result<Run, Refusal>>)> = chunk
+            .par_iter()
+            .map(|unit| {
+                let runs = read_unit(unit, &ctx);
+                bar.inc(1);
+                (unit.format, runs)
+            })
+            .collect();
+        for (format, runs) in results {
+            for run in runs {
+                write_run(out, format, run, summary)?;
             }
-            summary.secrets(&run);
-            run.package.write_dir(&dir).with_context(|| format!("writing {}", dir.display()))?;
-            summary.of(format.name()).imported += 1;
-            summary.episodes.push((format.name().to_string(), instance, "written"));
         }
     }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// One run of `--out`: refused, already there, or written whole.
+fn write_run(out: &Path, format: Format, run: Result<Run, Refusal>, summary: &mut Summary) -> Result<()> {
+    summary.of(format.name()).found += 1;
+    let run = match run {
+        Ok(run) => run,
+        Err(refusal) => {
+            summary.refuse(Some(format), refusal);
+            return Ok(());
+        }
+    };
+    let id = hex(run.package.id());
+    let label = &run.package.episode.manifest.episode;
+    let dir = out.join(format.name()).join(format!("{}-{}", file_safe(label), &id[..12]));
+    let instance = instance_of(&run);
+    if dir.join("manifest.json").is_file() {
+        summary.of(format.name()).already_present += 1;
+        summary.episodes.push((format.name().to_string(), instance, "already_present"));
+        return Ok(());
+    }
+    summary.secrets(&run);
+    run.package.write_dir(&dir).with_context(|| format!("writing {}", dir.display()))?;
+    summary.of(format.name()).imported += 1;
+    summary.episodes.push((format.name().to_string(), instance, "written"));
     Ok(())
 }
 

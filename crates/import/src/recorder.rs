@@ -767,10 +767,11 @@ impl Recorder {
         self.builder.manifest(manifest);
 
         // The label needs the posture, which the store derives from the traces: derive
-        // it once with a placeholder outcome, then write the real one.
+        // it with a placeholder outcome (no artifact is serialised or hashed for that),
+        // then write the real one.
         self.builder.outcome(json!({"label": null}));
-        let first = self.builder.clone().finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
-        let outcome = self.outcome(&first.episode.derived.posture);
+        let derived = self.builder.derive().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
+        let outcome = self.outcome(&derived.posture);
         self.builder.outcome(outcome);
         let package = self.builder.finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         Ok((package, secrets))

@@ -204,6 +204,26 @@ impl PackageBuilder {
         Box::new(Problem { file: Some(file.to_string()), ..Problem::package(self.name.clone(), message) })
     }
 
+    /// The state the store will derive (revisions, freshness, posture) from what has
+    /// been given so far, validating the manifest, outcome and traces but not
+    /// serialising or hashing the other files: for a producer whose outcome depends on
+    /// it (an importer's label follows the posture). `finish` still validates all.
+    pub fn derive(&self) -> Result<crate::model::Derived, Box<Problem>> {
+        let manifest =
+            self.manifest.as_ref().ok_or_else(|| Box::new(Problem::package(&self.name, "no manifest was given")))?;
+        let outcome =
+            self.outcome.as_ref().ok_or_else(|| Box::new(Problem::package(&self.name, "no outcome was given")))?;
+        let mut files = BTreeMap::new();
+        files.insert(MANIFEST_FILE.to_string(), document(manifest, self.layout));
+        files.insert(OUTCOME_FILE.to_string(), document(outcome, self.layout));
+        for ((path, _), records) in TRACE_FILES.iter().zip(&self.traces) {
+            if let Some(records) = records {
+                files.insert((*path).to_string(), jsonl(records, self.layout));
+            }
+        }
+        Ok(parse_package(&RawPackage::new(self.name.clone(), files))?.derived)
+    }
+
     /// Serialises every file and validates the result as the store would: a package
     /// that breaks the contract is an error here, never a directory or a stored episode.
     pub fn finish(self) -> Result<BuiltPackage, Box<Problem>> {
@@ -333,6 +353,17 @@ mod tests {
         let built = b.finish().unwrap();
         let tools = std::str::from_utf8(built.raw.file("traces/tools.jsonl").unwrap()).unwrap();
         assert_eq!(tools, "{\"seq\":0,\"tool\":\"shell\",\"command\":\"ls\"}\n");
+    }
+
+    #[test]
+    fn derive_gives_the_state_finish_gives() {
+        let mut b = minimal(Layout::SORTED);
+        b.push(TraceKind::Verification, obj(json!({"check_id": "t", "actor": "agent", "result": "pass"})));
+        b.push(TraceKind::Actions, obj(json!({"kind": "edit"})));
+        b.file("artifacts/big.log", vec![b'x'; 1 << 20]).unwrap();
+        let derived = b.derive().unwrap();
+        assert_eq!((derived.final_revision, derived.posture.as_str()), (1, "stale"));
+        assert_eq!(b.finish().unwrap().episode.derived, derived);
     }
 
     #[test]
