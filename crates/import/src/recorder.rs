@@ -549,26 +549,20 @@ impl Recorder {
     /// A structured edit tool (section 4, observed): one mutation, whatever the number
     /// of files; `ok` false when the tool reported failure.
     pub fn edit(&mut self, call: Call, kind: EditKind, paths: &[String], ok: bool) -> u64 {
-        let tool_seq = self.tools_record(&call, Grade::Observed);
-        self.action(
-            call.ts.as_deref(),
-            Grade::Observed,
-            Effect { kind: kind.name(), paths, mutates: true, ok },
-            tool_seq,
-        );
-        tool_seq
+        self.mutating_call(call, Grade::Observed, kind, paths, ok)
     }
 
     /// An edit the log shows only in words or patterns (aider's `/undo`, SWE-agent
     /// editor commands): a derived mutation.
     pub fn derived_edit(&mut self, call: Call, kind: EditKind, paths: &[String], ok: bool) -> u64 {
-        let tool_seq = self.tools_record(&call, Grade::Derived);
-        self.action(
-            call.ts.as_deref(),
-            Grade::Derived,
-            Effect { kind: kind.name(), paths, mutates: true, ok },
-            tool_seq,
-        );
+        self.mutating_call(call, Grade::Derived, kind, paths, ok)
+    }
+
+    /// A tool call that is one mutation: its tools record and its mutating action, both
+    /// of `grade`.
+    fn mutating_call(&mut self, call: Call, grade: Grade, kind: EditKind, paths: &[String], ok: bool) -> u64 {
+        let tool_seq = self.tools_record(&call, grade);
+        self.action(call.ts.as_deref(), grade, Effect { kind: kind.name(), paths, mutates: true, ok }, tool_seq);
         tool_seq
     }
 
