@@ -2,7 +2,7 @@
 //! packages, committed through the store's normal ingest (or written as package
 //! directories with `--out`). Contract: importers-v1 section 7; docs/importers.md.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -17,13 +17,72 @@ use serde_json::{json, Value};
 use crate::commands::{print_rows, progress_bar};
 use crate::OutputFormat;
 
+#[derive(clap::Args)]
 pub struct ImportArgs {
+    #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    pub options: Options,
+    /// Read every file as this log format instead of detecting it (inspect,
+    /// claude-code, codex, swe-agent, mini-swe-agent, openhands, aider, swe-bench).
+    #[arg(long = "format", value_name = "FORMAT", value_parser = parse_source_format)]
+    pub source_format: Option<Format>,
+    /// The model, for logs that name none (or to override what they name).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The harness level (default: the tool's name).
+    #[arg(long)]
+    pub harness_level: Option<String>,
+    /// The task id (default: what the log names, else each run its own task).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// The task cluster (default: the repository when known).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Inspect: the scorer whose value is the verdict (default: each sample's first).
+    #[arg(long)]
+    pub scorer: Option<String>,
+    /// aider: a `git log -p` file that fills the edited paths.
+    #[arg(long)]
+    pub git_log: Option<PathBuf>,
+    /// Write package directories here instead of ingesting them.
+    #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Import runs whose source files are already in the store again, as new episodes.
+    #[arg(long)]
     pub reimport: bool,
+    /// Replace what looks like a secret (API keys, tokens, private keys) in the
+    /// source copies and records before packaging; noted in the provenance.
+    #[arg(long)]
+    pub redact: bool,
+    /// Summary format (`--format` names the log format here, as the importer
+    /// contract spells it).
+    #[arg(long = "summary-format", value_enum, default_value = "table")]
     pub format: OutputFormat,
+    /// No progress bar.
+    #[arg(long, short)]
     pub quiet: bool,
+}
+
+impl ImportArgs {
+    /// What the importer itself is told (section 2's overrides).
+    fn options(&self) -> Options {
+        Options {
+            format: self.source_format,
+            model: self.model.clone(),
+            harness_level: self.harness_level.clone(),
+            task: self.task.clone(),
+            cluster: self.cluster.clone(),
+            scorer: self.scorer.clone(),
+            git_log: self.git_log.clone(),
+            redact: self.redact,
+        }
+    }
+}
+
+fn parse_source_format(name: &str) -> Result<Format, String> {
+    Format::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown log format `{name}`; one of {}", names.join(", "))
+    })
 }
 
 /// Counts per source format, as the summary prints them.
@@ -51,8 +110,8 @@ struct Summary {
     runs_with_secrets: usize,
     /// `--redact`: the secrets found were replaced.
     redacted: bool,
-    /// (format, SWE-bench instance, what happened) per run read.
-    episodes: Vec<(String, Option<String>, &'static str)>,
+    /// The SWE-bench instances of the runs read, for reporting unmatched reports.
+    instances: Vec<String>,
 }
 
 impl Summary {
@@ -159,8 +218,8 @@ impl Prior for StoredImports {
 
 pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
     let started = Instant::now();
-    let planned = plan(&args.paths, &args.options);
-    let mut summary = Summary { redacted: args.options.redact, ..Summary::default() };
+    let planned = plan(&args.paths, &args.options());
+    let mut summary = Summary { redacted: args.redact, ..Summary::default() };
     for (format, refusal) in planned.refused.iter().cloned() {
         summary.refuse(format, refusal);
     }
@@ -172,11 +231,8 @@ pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
         Some(out) => write_packages(out, &planned, &args, &mut summary)?,
         None => ingest_runs(store_dir, &planned, &args, &mut summary)?,
     }
-    let run_instances: HashSet<&String> =
-        summary.episodes.iter().filter_map(|(_, instance, _)| instance.as_ref()).collect();
-    let mut unmatched: Vec<String> = planned.reports.keys().filter(|id| !run_instances.contains(id)).cloned().collect();
-    unmatched.sort();
-    summary.unmatched_reports = unmatched;
+    summary.unmatched_reports =
+        planned.unmatched_reports(&summary.instances).into_iter().map(|r| r.instance_id.clone()).collect();
     print_summary(&mut summary, args.format, started.elapsed().as_secs_f64())?;
     Ok(if summary.refusals.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -192,7 +248,8 @@ fn ingest_runs(
     let store =
         Store::open_or_create(store_dir).with_context(|| format!("opening the store at {}", store_dir.display()))?;
     let stored = StoredImports::read(&store)?;
-    let ctx = Context { options: &args.options, reports: &planned.reports, prior: Some(&stored) };
+    let options = args.options();
+    let ctx = Context { options: &options, reports: &planned.reports, prior: Some(&stored) };
     let shared = Mutex::new(std::mem::take(summary));
     // A unit whose source part is already stored is skipped unread, unless the call asks
     // to import again or brings reports (a verdict may make a new episode of an old run).
@@ -201,7 +258,8 @@ fn ingest_runs(
     let label = format!("import {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
     let options = IngestOptions { label, chunk_sources: 64, ..IngestOptions::default() };
     let mut segments = Some(epistore_sql::columnar::IngestSegments::new(&store));
-    let names: Mutex<HashMap<String, (Format, String, String)>> = Mutex::new(HashMap::new());
+    // Package name -> episode label, to name a package the store rejects.
+    let names: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let report = store.ingest_from(
         &planned.units,
         |unit: &Unit| {
@@ -220,13 +278,12 @@ fn ingest_runs(
                     Err(refusal) => s.refuse(Some(unit.format), refusal),
                     Ok(run) => {
                         let label = run.package.episode.manifest.episode.clone();
-                        let instance = instance_of(&run);
                         if let Some((_, has_verdict)) = stored.already(&run).filter(|_| !args.reimport) {
                             if run.verdict_from_report && !has_verdict {
                                 s.of(unit.format.name()).without_verdict += 1;
                             } else {
                                 s.of(unit.format.name()).already_present += 1;
-                                s.episodes.push((unit.format.name().to_string(), instance, "already_present"));
+                                s.instances.extend(run.instance_id.clone());
                                 continue;
                             }
                         }
@@ -234,11 +291,11 @@ fn ingest_runs(
                         if run.package.episode.manifest.supersedes().is_some() {
                             s.of(unit.format.name()).superseding += 1;
                         }
-                        s.episodes.push((unit.format.name().to_string(), instance, "read"));
+                        s.instances.extend(run.instance_id.clone());
                         let mut raw = run.package.raw;
                         let name = format!("{}:{}", unit.format.name(), label);
                         raw.name = name.clone();
-                        names.lock().expect("names lock").insert(name, (unit.format, label, hex(&raw.id)));
+                        names.lock().expect("names lock").insert(name, label);
                         packages.push(Ok(raw));
                     }
                 }
@@ -269,17 +326,12 @@ fn ingest_runs(
             PackageOutcome::Added => summary.of(&format).imported += 1,
             PackageOutcome::AlreadyPresent => summary.of(&format).already_present += 1,
             PackageOutcome::Rejected(reason) => {
-                let file = names.get(&p.name).map_or(p.name.clone(), |(_, label, _)| label.clone());
+                let file = names.get(&p.name).cloned().unwrap_or_else(|| p.name.clone());
                 summary.refuse(Format::from_name(&format), Refusal::new(file, None, reason.clone()));
             }
         }
     }
     Ok(())
-}
-
-/// The SWE-bench instance a run is, for matching reports.
-fn instance_of(run: &Run) -> Option<String> {
-    run.instance_id.clone()
 }
 
 /// A refusal's place as a sort key: `line 7` before `line 10`.
@@ -293,7 +345,8 @@ fn place_key(place: &Option<String>) -> (u64, String) {
 /// or not at all; a directory already there is the same package (its name holds the id).
 fn write_packages(out: &Path, planned: &epistore_import::Plan, args: &ImportArgs, summary: &mut Summary) -> Result<()> {
     use rayon::prelude::*;
-    let ctx = Context { options: &args.options, reports: &planned.reports, prior: None };
+    let options = args.options();
+    let ctx = Context { options: &options, reports: &planned.reports, prior: None };
     let bar = progress_bar(args.quiet, planned.units.len() as u64, "logs");
     // A chunk of units at a time, read in parallel and written before the next is read,
     // so memory holds one chunk of packages whatever the size of the input.
@@ -329,16 +382,15 @@ fn write_run(out: &Path, format: Format, run: Result<Run, Refusal>, summary: &mu
     let id = hex(run.package.id());
     let label = &run.package.episode.manifest.episode;
     let dir = out.join(format.name()).join(format!("{}-{}", file_safe(label), &id[..12]));
-    let instance = instance_of(&run);
     if dir.join("manifest.json").is_file() {
         summary.of(format.name()).already_present += 1;
-        summary.episodes.push((format.name().to_string(), instance, "already_present"));
+        summary.instances.extend(run.instance_id.clone());
         return Ok(());
     }
     summary.secrets(&run);
     run.package.write_dir(&dir).with_context(|| format!("writing {}", dir.display()))?;
     summary.of(format.name()).imported += 1;
-    summary.episodes.push((format.name().to_string(), instance, "written"));
+    summary.instances.extend(run.instance_id.clone());
     Ok(())
 }
 

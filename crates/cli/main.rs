@@ -44,13 +44,6 @@ struct Cli {
     command: Command,
 }
 
-fn parse_source_format(name: &str) -> Result<epistore_import::Format, String> {
-    epistore_import::Format::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = epistore_import::Format::ALL.iter().map(|f| f.name()).collect();
-        format!("unknown log format `{name}`; one of {}", names.join(", "))
-    })
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Table,
@@ -89,49 +82,7 @@ enum Command {
     /// artifacts/source/) committed through the normal ingest, or written to --out.
     /// Importing the same files again adds nothing. Exits 1 when a log was refused,
     /// naming its file and line; the other logs still go in.
-    Import {
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Read every file as this log format instead of detecting it (inspect,
-        /// claude-code, codex, swe-agent, mini-swe-agent, openhands, aider, swe-bench).
-        #[arg(long = "format", value_name = "FORMAT", value_parser = parse_source_format)]
-        source_format: Option<epistore_import::Format>,
-        /// The model, for logs that name none (or to override what they name).
-        #[arg(long)]
-        model: Option<String>,
-        /// The harness level (default: the tool's name).
-        #[arg(long)]
-        harness_level: Option<String>,
-        /// The task id (default: what the log names, else each run its own task).
-        #[arg(long)]
-        task: Option<String>,
-        /// The task cluster (default: the repository when known).
-        #[arg(long)]
-        cluster: Option<String>,
-        /// Inspect: the scorer whose value is the verdict (default: each sample's first).
-        #[arg(long)]
-        scorer: Option<String>,
-        /// aider: a `git log -p` file that fills the edited paths.
-        #[arg(long)]
-        git_log: Option<PathBuf>,
-        /// Write package directories here instead of ingesting them.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Import runs whose source files are already in the store again, as new episodes.
-        #[arg(long)]
-        reimport: bool,
-        /// Replace what looks like a secret (API keys, tokens, private keys) in the
-        /// source copies and records before packaging; noted in the provenance.
-        #[arg(long)]
-        redact: bool,
-        /// Summary format (`--format` names the log format here, as the importer
-        /// contract spells it).
-        #[arg(long = "summary-format", value_enum, default_value = "table")]
-        format: OutputFormat,
-        /// No progress bar.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Import(import::ImportArgs),
     /// Run read-only SQL (DataFusion dialect) over the store's tables and metric views.
     ///
     /// With QUERY: run it. With --file: run every statement of the file. With neither:
@@ -402,33 +353,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
-        Command::Import {
-            paths,
-            source_format,
-            model,
-            harness_level,
-            task,
-            cluster,
-            scorer,
-            git_log,
-            out,
-            reimport,
-            redact,
-            format,
-            quiet,
-        } => {
-            let options = epistore_import::Options {
-                format: source_format,
-                model,
-                harness_level,
-                task,
-                cluster,
-                scorer,
-                git_log,
-                redact,
-            };
-            import::import(&cli.store, import::ImportArgs { paths, options, out, reimport, format, quiet })
-        }
+        Command::Import(args) => import::import(&cli.store, args),
         Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
         Command::Metrics { by, filter, all, show_sql, ci, bootstrap, format } => {
             if ci {

@@ -193,13 +193,13 @@ fn a_log_that_grew_supersedes_its_earlier_import_and_is_counted_once() {
     // The session as it was half-way: its first half of whole lines.
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
     std::fs::write(&live, lines[..lines.len() / 2].concat()).unwrap();
-    let (code, first, stderr) = import(&store, &[live.clone()], &[]);
+    let (code, first, stderr) = import(&store, std::slice::from_ref(&live), &[]);
     assert_eq!(code, 0, "{first}\n{stderr}");
     let old = store.sql("SELECT episode_id FROM episodes")[0]["episode_id"].as_str().unwrap().to_string();
 
     // The session went on: the same file, longer.
     std::fs::write(&live, &bytes).unwrap();
-    let (code, second, stderr) = import(&store, &[live.clone()], &[]);
+    let (code, second, stderr) = import(&store, std::slice::from_ref(&live), &[]);
     assert_eq!(code, 0, "{second}\n{stderr}");
     assert_eq!(tally(&second)["claude-code"].1, 1, "{second}");
     assert_eq!(second["formats"][0]["superseding"], 1, "{second}");
@@ -220,7 +220,7 @@ fn a_log_that_grew_supersedes_its_earlier_import_and_is_counted_once() {
 
     // Importing the grown file again adds nothing; a different file with the same
     // session id is a different run, imported beside it.
-    assert_eq!(tally(&import(&store, &[live.clone()], &[]).1)["claude-code"].2, 1);
+    assert_eq!(tally(&import(&store, std::slice::from_ref(&live), &[]).1)["claude-code"].2, 1);
     assert_eq!(store.sql("SELECT count(*) AS n FROM all_episodes")[0]["n"], 2);
 }
 
@@ -228,7 +228,7 @@ fn a_log_that_grew_supersedes_its_earlier_import_and_is_counted_once() {
 fn a_log_naming_no_model_is_refused_without_model_and_imported_with_it() {
     let store = TestStore::new();
     let exec = real("codex/generated/codex-exec--json.stdout.jsonl");
-    let (code, summary, _) = import(&store, &[exec.clone()], &[]);
+    let (code, summary, _) = import(&store, std::slice::from_ref(&exec), &[]);
     assert_eq!(code, 1, "{summary}");
     assert!(summary["refused"][0]["reason"].as_str().unwrap().contains("--model"), "{summary}");
     assert!(!store.path().join("epistore.redb").exists() || store.episode_count() == 0);
@@ -291,13 +291,12 @@ fn secrets_in_a_log_are_reported_and_redact_replaces_them() {
     std::fs::write(&log, text).unwrap();
 
     let out = store.dir.path().join("plain");
-    let (code, summary, stderr) = import(&store, &[log.clone()], &["--out", out.to_str().unwrap()]);
+    let (code, summary, _) = import(&store, std::slice::from_ref(&log), &["--out", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{summary}");
     assert_eq!(summary["runs_with_secrets"], 1, "{summary}");
     assert!(summary["secrets"]["github-token"].as_u64().unwrap() >= 1, "{summary}");
     let holds = |dir: &Path| tree(dir).values().any(|b| String::from_utf8_lossy(b).contains(&token));
     assert!(holds(&out), "without --redact the package keeps the log as it was");
-    let _ = stderr;
 
     let redacted = store.dir.path().join("redacted");
     let (code, summary, stderr) = import(&store, &[log], &["--redact", "--out", redacted.to_str().unwrap()]);

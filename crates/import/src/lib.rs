@@ -590,12 +590,11 @@ fn finish(mut recorder: Recorder, unit: &Unit, ctx: &Context) -> Result<Run, Ref
     }
     let format = recorder.format();
     let instance_id = recorder.instance_id.clone();
-    // The recorder knows the run's files by name only; a refusal names the path given.
+    // The recorder knows the run's files by name only; a refusal of the run names the
+    // path of its log, as given.
     let (package, secrets) = recorder.finish(ctx.options).map_err(|mut refusal| {
         if let Some(first) = unit.files.first() {
-            if first.path.ends_with(&refusal.file) || !refusal.file.contains('/') {
-                refusal.file = first.display();
-            }
+            refusal.file = first.display();
         }
         refusal
     })?;

@@ -307,17 +307,7 @@ impl Recorder {
     /// Records that a source file (or the run's part of one) was read; its bytes are
     /// copied to `artifacts/source/NAME`. `whole_blake3` is the hash of the whole file.
     pub fn source(&mut self, name: &str, whole_blake3: &str, part: Part, bytes: Vec<u8>) -> Result<(), Refusal> {
-        let path = format!("artifacts/source/{}", safe_name(name));
-        self.file(path.clone(), bytes).map_err(|p| Refusal::new(name, None, p.message))?;
-        self.sources.push(SourceFile {
-            name: name.to_string(),
-            blake3: whole_blake3.to_string(),
-            part,
-            artifact: path,
-            redacted: false,
-            shared: false,
-        });
-        Ok(())
+        self.source_part(name, whole_blake3, part, name, bytes, false)
     }
     /// Like [`source`](Self::source), for a file that gives one run several parts (an
     /// Inspect `.eval`: its `header.json` and the run's sample member): the part is

@@ -78,8 +78,15 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     // Revision 1.1 provenance (importers-v1 section 0): which importer format the
     // episode came from (NULL for a package written as a package), and the earlier
     // import it grew from.
-    let provenance: Vec<(Option<String>, Option<String>)> =
-        rows.iter().map(|r| (r.manifest.source_format(), r.manifest.supersedes())).collect();
+    let provenance: Vec<(Option<String>, Option<String>)> = rows
+        .iter()
+        .map(|r| {
+            // One parse of the manifest's unknown fields per row, for both columns.
+            let p = r.manifest.provenance();
+            let text = |key: &str| p.as_ref()?.get(key)?.as_str().map(str::to_string);
+            (text("source_format"), text("supersedes"))
+        })
+        .collect();
     c.col("source_format", true, Arc::new(provenance.iter().map(|p| p.0.as_deref()).collect::<StringArray>()));
     c.col("supersedes", true, Arc::new(provenance.iter().map(|p| p.1.as_deref()).collect::<StringArray>()));
     c.finish()
