@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the hot paths: validating a package, ingesting a population,
-//! opening a session and running the metric suite. The end-to-end comparison with
+//! opening a session, running the metric suite and rendering a long episode's page. The end-to-end comparison with
 //! DuckDB lives in `benches/bench.py`.
 //!
 //! `cargo bench --bench epistore` (release profile). Populations come from
@@ -121,5 +121,71 @@ fn bench_queries(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_parse, bench_batch_cost, bench_queries);
+/// An episode page of 10,000 trace records, rendered as `epistore ui` renders it (read
+/// the record and traces, build the page's data, embed it): the target is under 200 ms.
+fn bench_episode_page(c: &mut Criterion) {
+    let work = tempfile::tempdir().unwrap();
+    let package = work.path().join("long-episode");
+    write_long_episode(&package, 2_500);
+    let store = Store::open_or_create(work.path().join("store")).unwrap();
+    store.ingest(&discover(&[package]).unwrap(), &IngestOptions::default(), |_| {}).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    let id = snapshot.episodes().unwrap()[0].id;
+    let mut group = c.benchmark_group("episode_page");
+    group.sample_size(20);
+    group.bench_function("render_10000_records", |b| {
+        b.iter(|| {
+            let doc = epistore_view::episode_doc(
+                &snapshot,
+                &id,
+                &epistore_view::Links::Server,
+                epistore_view::FilePolicy::SERVER,
+            )
+            .unwrap();
+            epistore_view::render(&doc).unwrap().len()
+        })
+    });
+    group.finish();
+}
+
+/// A package with `n` records in each of actions, tools, context and verification: an
+/// edit every 50 actions, a check after each tool call.
+fn write_long_episode(dir: &Path, n: usize) {
+    use std::fmt::Write as _;
+    std::fs::create_dir_all(dir.join("traces")).unwrap();
+    let manifest = r#"{"format":"episode-package/1","episode":"bench/long","model":{"name":"m"},"harness":{"level":"H3"},"task":{"id":"t"},"requirements":[{"id":"R1"}]}"#;
+    std::fs::write(dir.join("manifest.json"), manifest).unwrap();
+    std::fs::write(dir.join("outcome.json"), r#"{"label":"failed","correct":false}"#).unwrap();
+    let (mut actions, mut tools, mut context, mut checks) =
+        (String::new(), String::new(), String::new(), String::new());
+    for i in 0..n {
+        let seq = 4 * i;
+        let kind = if i % 50 == 49 { "edit" } else { "run" };
+        let _ = writeln!(context, r#"{{"seq":{seq},"artifact":"docs/f{i}.md","used":true}}"#);
+        let _ = writeln!(
+            tools,
+            r#"{{"seq":{},"tool":"shell","command":"npm test -- --grep case{i}","exit_code":{},"duration_ms":120}}"#,
+            seq + 1,
+            i % 7
+        );
+        let _ = writeln!(
+            actions,
+            r#"{{"seq":{},"kind":"{kind}","paths":["src/f{}.js"],"tool_seq":{},"summary":"step {i}"}}"#,
+            seq + 2,
+            i % 13,
+            seq + 1
+        );
+        let result = if i % 7 == 0 { "pass" } else { "fail" };
+        let _ = writeln!(
+            checks,
+            r#"{{"seq":{},"check_id":"c{i}","actor":"agent","method":"targeted_test","result":"{result}","requirements":["R1"]}}"#,
+            seq + 3
+        );
+    }
+    for (file, text) in [("actions", actions), ("tools", tools), ("context", context), ("verification", checks)] {
+        std::fs::write(dir.join(format!("traces/{file}.jsonl")), text).unwrap();
+    }
+}
+
+criterion_group!(benches, bench_parse, bench_batch_cost, bench_queries, bench_episode_page);
 criterion_main!(benches);

@@ -93,7 +93,7 @@ pub(crate) fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFo
     }
 }
 
-fn open_read(store: &Path) -> Result<Store> {
+pub(crate) fn open_read(store: &Path) -> Result<Store> {
     Store::open_read_only(store).with_context(|| format!("opening the store at {}", store.display()))
 }
 
@@ -316,20 +316,6 @@ fn repl(runtime: &tokio::runtime::Runtime, engine: &Engine, format: OutputFormat
     Ok(ExitCode::SUCCESS)
 }
 
-/// Columns of `epistore metrics` unless `--all`.
-const HEADLINE: &[&str] = &[
-    "episodes",
-    "avs_rate",
-    "m_hir",
-    "verification_autonomy",
-    "attribution_completeness",
-    "tool_recovery",
-    "stale_check_rate",
-    "coverage",
-    "selective_risk",
-    "sound_completion",
-];
-
 pub fn metrics(
     store_dir: &Path,
     by: &str,
@@ -340,16 +326,7 @@ pub fn metrics(
 ) -> Result<ExitCode> {
     let keys = split_keys(by);
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-    let mut sql = Engine::metrics_sql(&keys, filter)?;
-    if !all {
-        let columns: Vec<&str> = keys.iter().copied().chain(HEADLINE.iter().copied()).collect();
-        let quote = |cols: &[&str]| cols.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
-        sql = format!("SELECT {} FROM (\n{sql}\n)", quote(&columns));
-        if !keys.is_empty() {
-            // Order is not kept through a subquery: sort the outer result.
-            sql.push_str(&format!("\nORDER BY {}", quote(&keys)));
-        }
-    }
+    let sql = if all { Engine::metrics_sql(&keys, filter)? } else { Engine::headline_sql(&keys, filter)? };
     if show_sql {
         println!("{sql}");
         return Ok(ExitCode::SUCCESS);
@@ -630,7 +607,8 @@ pub fn metric_intervals(
 ) -> Result<ExitCode> {
     let keys = split_keys(by);
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-    let metrics: Vec<&str> = if all { vec![] } else { HEADLINE.iter().copied().filter(|m| *m != "episodes").collect() };
+    let metrics: Vec<&str> =
+        if all { vec![] } else { epistore_sql::HEADLINE.iter().copied().filter(|m| *m != "episodes").collect() };
     let store = open_read(store_dir)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let intervals = runtime.block_on(async {

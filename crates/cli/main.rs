@@ -2,6 +2,7 @@
 
 mod commands;
 mod import;
+mod publish;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +28,9 @@ Examples:
   epistore sql \"SELECT * FROM cell_metrics\"          # every metric per cell
   epistore sql                                       # interactive SQL shell
   epistore show 3fa9                                 # an episode by id prefix
+  epistore show 3fa9 --format html --out ep.html     # its timeline: revisions, checks, freshness
+  epistore ui                                        # browse cells, boards, episodes at :8765
+  epistore leaderboard --metric sound_completion --format html --out site/ --with-episodes
   epistore export-package 3fa9 /tmp/out              # the package back out, byte-identical
   epistore verify                                    # re-hash every blob, check every index
   epistore synth --episodes 10000 --out /tmp/pop     # a realistic synthetic population
@@ -205,6 +209,26 @@ enum Command {
         alpha: f64,
         #[command(flatten)]
         bootstrap: BootstrapArgs,
+        #[command(flatten)]
+        publish: PublishArgs,
+    },
+    /// Browse the store in a web browser: a read-only local server of the viewer's
+    /// pages (index of cells and headline metrics -> leaderboards -> an entry's
+    /// episodes -> an episode's timeline).
+    ///
+    /// Bound to loopback unless told otherwise; any other address needs --token (open
+    /// http://ADDR/?token=TOKEN once; the browser keeps a cookie). GET only. Prints
+    /// `listening on http://ADDR` once ready; stops on Ctrl-C.
+    Ui {
+        /// Address to bind; port 0 picks a free port (printed).
+        #[arg(long, default_value = "127.0.0.1:8765")]
+        addr: std::net::SocketAddr,
+        /// Token a browser must present.
+        #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Requests answered at once (the others wait).
+        #[arg(long, default_value_t = 8)]
+        max_concurrent: usize,
     },
     /// Paired comparisons of every pair of entries on one metric (same task clusters),
     /// Holm-adjusted over the family.
@@ -222,11 +246,22 @@ enum Command {
         format: OutputFormat,
     },
     /// Show one episode: identity, outcome, derived state, files.
+    ///
+    /// `--format html` writes the episode page: its timeline over the revisions it went
+    /// through (every check marked current or stale), the claim, posture, admission,
+    /// verdict and label side by side, the patch, reports and files.
     Show {
         /// Episode id or a unique prefix of it (at least 4 hex digits).
         episode: String,
         #[arg(long, value_enum, default_value = "table")]
-        format: OutputFormat,
+        format: ShowFormat,
+        /// Write here instead of standard output (html).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Carry the source logs of an imported episode (artifacts/source/) in the
+        /// page; left out by default, since transcripts can hold secrets.
+        #[arg(long)]
+        with_sources: bool,
     },
     /// Write an episode's package into DIR, byte-identical to what was ingested.
     ExportPackage { episode: String, dir: PathBuf },
@@ -300,6 +335,23 @@ pub struct EntriesArgs {
     filter: Option<String>,
 }
 
+/// A leaderboard published with its episodes (`leaderboard --format html --out DIR
+/// --with-episodes`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct PublishArgs {
+    /// Write a folder: the board (DIR/index.html), each entry's episode list
+    /// (DIR/entries/) and a page per episode (DIR/episodes/), ready to publish.
+    #[arg(long)]
+    with_episodes: bool,
+    /// Episode pages written at most (entries in rank order, each entry's episodes in
+    /// order); the rest are listed without a page.
+    #[arg(long, default_value_t = 2000, requires = "with_episodes")]
+    max_episodes: usize,
+    /// Carry imported episodes' source logs (artifacts/source/) in the pages.
+    #[arg(long, requires = "with_episodes")]
+    with_sources: bool,
+}
+
 /// Bootstrap settings shared by `metrics --ci`, `leaderboard` and `compare`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct BootstrapArgs {
@@ -317,7 +369,25 @@ impl BootstrapArgs {
     }
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    Table,
+    Csv,
+    Json,
+    Html,
+}
+
+impl ShowFormat {
+    fn as_output(self) -> OutputFormat {
+        match self {
+            ShowFormat::Table | ShowFormat::Html => OutputFormat::Table,
+            ShowFormat::Csv => OutputFormat::Csv,
+            ShowFormat::Json => OutputFormat::Json,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BoardFormat {
     Md,
     Html,
@@ -345,7 +415,7 @@ fn main() -> ExitCode {
     // Unix tools do, not panic on the failed print. Not for `serve`, whose sockets must
     // never kill the process.
     #[cfg(unix)]
-    if !matches!(cli.command, Command::Serve { .. }) {
+    if !matches!(cli.command, Command::Serve { .. } | Command::Ui { .. }) {
         // SAFETY: called once at start, before any thread exists.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -368,16 +438,26 @@ fn main() -> ExitCode {
         Command::Serve { addr, token, memory_limit_mib, query_timeout_secs } => {
             commands::serve(&cli.store, addr, token, memory_limit_mib, query_timeout_secs)
         }
-        Command::Leaderboard { entries, format, out, better, alpha, bootstrap } => {
+        Command::Leaderboard { entries, format, out, better, alpha, bootstrap, publish } => {
             let spec = commands::board_spec(entries, &bootstrap, alpha, better);
-            commands::leaderboard(&cli.store, &spec, format, out.as_deref())
+            if publish.with_episodes {
+                publish::publish_board(&cli.store, &spec, format, out.as_deref(), &publish)
+            } else {
+                commands::leaderboard(&cli.store, &spec, format, out.as_deref())
+            }
         }
+        Command::Ui { addr, token, max_concurrent } => publish::ui(&cli.store, addr, token, max_concurrent),
         Command::Compare { entries, bootstrap, format } => {
             let spec = commands::board_spec(entries, &bootstrap, 0.05, None);
             commands::compare(&cli.store, &spec, format)
         }
         Command::Ls { format } => commands::ls(&cli.store, format),
-        Command::Show { episode, format } => commands::show(&cli.store, &episode, format),
+        Command::Show { episode, format: ShowFormat::Html, out, with_sources } => {
+            publish::show_html(&cli.store, &episode, out.as_deref(), with_sources)
+        }
+        Command::Show { episode, format, out: _, with_sources: _ } => {
+            commands::show(&cli.store, &episode, format.as_output())
+        }
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format } => commands::verify(&cli.store, format),
         Command::Compact => commands::compact(&cli.store),

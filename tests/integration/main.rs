@@ -19,3 +19,4 @@ mod python;
 mod rejections;
 mod scale_out;
 mod slt;
+mod viewer;

@@ -26,6 +26,8 @@ pub enum Error {
     Usage(String),
     #[error("{0}")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    View(#[from] epistore_view::Error),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -63,6 +65,24 @@ pub struct Leaderboard {
     pub entries: Vec<Entry>,
     pub evidence_matrix: Option<EvidenceMatrix>,
     pub revision_curves: Vec<Curve>,
+    /// Where a published board links to (`epistore ui`, `--with-episodes`); absent on
+    /// a board on its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links: Option<BoardLinks>,
+}
+
+/// The links of a published board: back to the index, each entry's episode list, and
+/// each episode's page.
+#[derive(Clone, Debug, Serialize)]
+pub struct BoardLinks {
+    pub home: Option<String>,
+    /// The episode list of each entry, in entry order.
+    pub entries: Vec<Option<String>>,
+    /// An episode page, with `{id}` standing for the episode id.
+    pub episode: String,
+    /// Per entry, how many of its leading `episode_ids` have a page (a static folder
+    /// is bounded by `--max-episodes`); `None`: all of them.
+    pub linked: Option<Vec<usize>>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -405,6 +425,7 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
         entries: rows.into_iter().map(|r| r.entry).collect(),
         evidence_matrix: evidence_matrix(engine, filter).await?,
         revision_curves: revision_curves(engine, &curve_keys, filter).await?,
+        links: None,
     })
 }
 

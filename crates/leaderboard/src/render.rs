@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use epistore_view::{escape_html, script_json};
+
 use crate::{Entry, Leaderboard, Result};
 
 const TEMPLATE: &str = include_str!("leaderboard.html");
@@ -133,22 +135,10 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
     Ok(out)
 }
 
-fn escape_html(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 /// One static page, no network: the data is embedded as JSON and drawn by the page's
 /// own script.
 pub fn to_html(board: &Leaderboard) -> Result<String> {
-    // Inside a <script>, `</script>` ends it and `<!--` can make the parser skip the
-    // real end tag, so no `<`, `>` or `&` may appear literally: their \u escapes are
-    // the same JSON strings. U+2028/2029 are escaped for engines older than ES2019.
-    let data = serde_json::to_string(board)?
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029");
+    let data = script_json(board)?;
     Ok(TEMPLATE.replacen("/*EPISTORE_LEADERBOARD_DATA*/null", &data, 1).replacen(
         "EPISTORE_LEADERBOARD_TITLE",
         &escape_html(&board.title),

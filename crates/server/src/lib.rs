@@ -17,6 +17,8 @@
 //! The ticket carries the SQL itself, so the server keeps no per-query state between
 //! GetFlightInfo and DoGet.
 
+pub mod ui;
+
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -134,7 +136,7 @@ impl EpistoreFlightSql {
 }
 
 /// Compares secrets in time independent of where they differ.
-fn same_secret(a: &str, b: &str) -> bool {
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -72,6 +72,20 @@ fn info_batch(snapshot_seq: u64, episodes: u64) -> Result<RecordBatch> {
     Ok(RecordBatch::try_from_iter(vec![("key", Arc::new(keys) as _), ("value", Arc::new(values) as _)])?)
 }
 
+/// The headline metrics: the columns of `epistore metrics` unless `--all`.
+pub const HEADLINE: &[&str] = &[
+    "episodes",
+    "avs_rate",
+    "m_hir",
+    "verification_autonomy",
+    "attribution_completeness",
+    "tool_recovery",
+    "stale_check_rate",
+    "coverage",
+    "selective_risk",
+    "sound_completion",
+];
+
 impl Engine {
     /// Snapshots the store and registers its tables over the columnar segments
     /// (building the ones the snapshot lacks first).
@@ -203,6 +217,20 @@ impl Engine {
     /// cluster; none pools everything), over the episodes matching `filter` (a SQL
     /// condition on `episode_facts` columns). This is the text of `cell_metrics`
     /// regrouped, so every roll-up pools counts exactly as the view does.
+    /// [`Engine::metrics_sql`] cut to the keys and the [`HEADLINE`] metrics, sorted by
+    /// the keys: what `epistore metrics` prints without `--all`.
+    pub fn headline_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
+        let sql = Self::metrics_sql(keys, filter)?;
+        let columns: Vec<&str> = keys.iter().copied().chain(HEADLINE.iter().copied()).collect();
+        let quote = |cols: &[&str]| cols.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+        let mut sql = format!("SELECT {} FROM (\n{sql}\n)", quote(&columns));
+        if !keys.is_empty() {
+            // Order is not kept through a subquery: sort the outer result.
+            sql.push_str(&format!("\nORDER BY {}", quote(keys)));
+        }
+        Ok(sql)
+    }
+
     pub fn metrics_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
         for key in keys {
             if !ROLLUP_KEYS.contains(key) {

@@ -187,6 +187,34 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// Episode ids on one task across every (model, harness level), from the cell index
+    /// alone. A skip scan: one key range per (model, level) pair, then a jump past the
+    /// pair, so the cost grows with the pairs and the task's episodes, not the store.
+    pub fn task_ids(&self, task: &str) -> Result<Vec<Hash>> {
+        let cells = table!(self.txn, CELLS);
+        let mut out = Vec::new();
+        // The smallest key of the next (model, level) pair: `level + "\0"` is the
+        // least string above `level`.
+        let mut next: (String, String) = (String::new(), String::new());
+        loop {
+            let lo = (next.0.as_str(), next.1.as_str(), "", [0u8; 32]);
+            let Some(first) = cells.range(lo..).map_err(Error::redb)?.next() else { break };
+            let (key, _) = first.map_err(Error::redb)?;
+            let (model, level, _, _) = key.value();
+            let (model, level) = (model.to_string(), level.to_string());
+            for entry in cells.range((model.as_str(), level.as_str(), task, [0u8; 32])..).map_err(Error::redb)? {
+                let (key, _) = entry.map_err(Error::redb)?;
+                let (m, l, t, id) = key.value();
+                if m != model || l != level || t != task {
+                    break;
+                }
+                out.push(id);
+            }
+            next = (model, format!("{level}\0"));
+        }
+        Ok(out)
+    }
+
     /// The episode number of an id (its key in the data tables), if stored.
     fn number(&self, id: &Hash) -> Result<Option<u64>> {
         Ok(table!(self.txn, EPISODE_INDEX).get(*id).map_err(Error::redb)?.map(|v| v.value()))

@@ -1,0 +1,193 @@
+//! The viewer's pages from the command line: `show --format html`, `leaderboard
+//! --with-episodes` (a static folder) and `ui` (the same pages, served).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use epistore_leaderboard::{BoardLinks, Leaderboard};
+use epistore_package::parse_hex;
+use epistore_sql::Engine;
+use epistore_store::Snapshot;
+use epistore_view::{episode_doc, list_doc, list_rows, render, FilePolicy, Links};
+
+use crate::commands::{open_read, progress_bar};
+use crate::{BoardFormat, PublishArgs};
+
+fn policy(with_sources: bool) -> FilePolicy {
+    FilePolicy { include_sources: with_sources, ..FilePolicy::STATIC }
+}
+
+/// Writes `text` to `path` through a file beside it, so a reader never sees half.
+fn write_whole(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("epistore-tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// `show EPISODE --format html`: one page, on its own (no links, files inline).
+pub fn show_html(store_dir: &Path, episode: &str, out: Option<&Path>, with_sources: bool) -> Result<ExitCode> {
+    let store = open_read(store_dir)?;
+    let snapshot = store.snapshot()?;
+    let id = snapshot.resolve(episode)?;
+    let html = render(&episode_doc(&snapshot, &id, &Links::None, policy(with_sources))?)?;
+    match out {
+        Some(path) => {
+            write_whole(path, &html)?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{html}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The episodes given a page: entries in rank order, each entry's ids in order, until
+/// `max` pages.
+fn chosen_episodes(board: &Leaderboard, max: usize) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut chosen = Vec::new();
+    for id in board.entries.iter().flat_map(|e| &e.episode_ids) {
+        if chosen.len() == max {
+            break;
+        }
+        if seen.insert(id.as_str()) {
+            chosen.push(id.clone());
+        }
+    }
+    chosen
+}
+
+/// `leaderboard --format html --out DIR --with-episodes`: the board (DIR/index.html),
+/// each entry's episode list (DIR/entries/N.html) and the episode pages
+/// (DIR/episodes/ID.html). Written into a folder beside DIR and then moved in place,
+/// so DIR is either the old folder or the whole new one.
+pub fn publish_board(
+    store_dir: &Path,
+    spec: &epistore_leaderboard::Spec,
+    format: BoardFormat,
+    out: Option<&Path>,
+    args: &PublishArgs,
+) -> Result<ExitCode> {
+    anyhow::ensure!(format == BoardFormat::Html, "--with-episodes writes HTML pages: add --format html");
+    let out = out.context("--with-episodes writes a folder: give it with --out DIR")?;
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let mut board = runtime.block_on(async {
+        let engine = Engine::open(&store).await?;
+        anyhow::Ok(epistore_leaderboard::build(&engine, spec).await?)
+    })?;
+    let chosen = chosen_episodes(&board, args.max_episodes);
+    let written: Arc<HashSet<String>> = Arc::new(chosen.iter().cloned().collect());
+    board.links = Some(BoardLinks {
+        home: None,
+        entries: (0..board.entries.len()).map(|i| Some(format!("entries/{i}.html"))).collect(),
+        episode: "episodes/{id}.html".into(),
+        linked: Some(
+            board.entries.iter().map(|e| e.episode_ids.iter().take_while(|id| written.contains(*id)).count()).collect(),
+        ),
+    });
+
+    let staging = sibling(out, "epistore-staging");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
+    }
+    for dir in ["entries", "episodes"] {
+        std::fs::create_dir_all(staging.join(dir)).with_context(|| format!("creating {}", staging.display()))?;
+    }
+    let snapshot = store.snapshot()?;
+    write_whole(&staging.join("index.html"), &epistore_leaderboard::to_html(&board)?)?;
+    let links = Links::Static { depth: 1, written: written.clone() };
+    write_entry_lists(&snapshot, &board, &links, &staging)?;
+    let bar = progress_bar(false, chosen.len() as u64, "episode pages");
+    for id in &chosen {
+        let hash = parse_hex(id).with_context(|| format!("bad episode id {id} on the board"))?;
+        let page = render(&episode_doc(&snapshot, &hash, &links, policy(args.with_sources))?)?;
+        std::fs::write(staging.join(format!("episodes/{id}.html")), page)
+            .with_context(|| format!("writing the page of {id}"))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    replace_dir(&staging, out)?;
+    let total: usize = board.entries.iter().map(|e| e.episode_ids.len()).sum();
+    eprintln!(
+        "wrote {} ({} entries, {} episode pages{})",
+        out.display(),
+        board.entries.len(),
+        chosen.len(),
+        if chosen.len() < total { format!(" of {total}: --max-episodes") } else { String::new() }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_entry_lists(snapshot: &Snapshot, board: &Leaderboard, links: &Links, dir: &Path) -> Result<()> {
+    for (i, entry) in board.entries.iter().enumerate() {
+        let ids = entry
+            .episode_ids
+            .iter()
+            .map(|id| parse_hex(id).with_context(|| format!("bad episode id {id} on the board")))
+            .collect::<Result<Vec<_>>>()?;
+        let rows = list_rows(snapshot, &ids, links)?;
+        let value = entry.value.map_or_else(|| "NULL".into(), |v| format!("{v:.3}"));
+        let title = format!("{}: {} ({} = {value})", board.metric, entry.label, board.metric);
+        let nav = links.nav(&[(&entry.label, None)]);
+        let subtitle = format!("The {} episodes behind this entry's score.", rows.len());
+        let page = render(&list_doc(&title, Some(&subtitle), nav, rows, false))?;
+        std::fs::write(dir.join(format!("entries/{i}.html")), page)
+            .with_context(|| format!("writing the list of entry {i}"))?;
+    }
+    Ok(())
+}
+
+/// `DIR.suffix` beside `DIR`.
+fn sibling(dir: &Path, suffix: &str) -> PathBuf {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    dir.with_file_name(format!("{name}.{suffix}"))
+}
+
+/// Moves `staging` to `out`; an existing `out` is set aside first and removed after.
+fn replace_dir(staging: &Path, out: &Path) -> Result<()> {
+    let old = sibling(out, "epistore-old");
+    if out.exists() {
+        if old.exists() {
+            std::fs::remove_dir_all(&old).with_context(|| format!("clearing {}", old.display()))?;
+        }
+        std::fs::rename(out, &old).with_context(|| format!("moving {} aside", out.display()))?;
+    }
+    std::fs::rename(staging, out).with_context(|| format!("writing {}", out.display()))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+    }
+    Ok(())
+}
+
+/// `epistore ui`.
+pub fn ui(
+    store_dir: &Path,
+    addr: std::net::SocketAddr,
+    token: Option<String>,
+    max_concurrent: usize,
+) -> Result<ExitCode> {
+    use std::io::Write;
+    let settings = epistore_server::ui::UiSettings { addr, token: token.filter(|t| !t.is_empty()), max_concurrent };
+    if settings.token.is_none() && !addr.ip().is_loopback() {
+        anyhow::bail!("refusing to serve on {addr} without --token: only loopback addresses may go without one");
+    }
+    let store = open_read(store_dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(epistore_server::ui::serve_ui(
+        store,
+        settings,
+        |local| {
+            // Scripts wait for this line (and read the port from it when asked for 0).
+            println!("listening on http://{local}");
+            let _ = std::io::stdout().flush();
+        },
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        },
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

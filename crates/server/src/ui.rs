@@ -1,0 +1,499 @@
+//! `epistore ui`: the viewer's pages over a store, rendered on request by a local,
+//! read-only web server.
+//!
+//! - `/`: the index (headline metrics, cells, the leaderboards on offer);
+//! - `/leaderboards/{metric}?by=KEYS&where=COND`: a leaderboard as `leaderboard --format
+//!   html` draws it, each entry linked to `/leaderboards/{metric}/entries/{n}?...`;
+//! - `/cell?model=&harness_level=&task=`: a cell's episodes;
+//! - `/episodes/{id}`: an episode page; `/episodes/{id}/files/{path}`: one file of its
+//!   package, byte for byte.
+//!
+//! Read-only by construction: GET and HEAD only, every route reads a snapshot, and a
+//! file is served only when its path is one of the episode's own files (so no path,
+//! encoded or not, reaches the file system). Loopback only unless a token is set, as
+//! `serve`; with a token, a browser opens `/?token=TOKEN` once and keeps a cookie.
+//! Requests beyond `max_concurrent` wait their turn, so fifty at once cost what
+//! `max_concurrent` cost.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use epistore_leaderboard::{BoardLinks, Leaderboard, Spec};
+use epistore_package::{hex, Hash};
+use epistore_sql::{format_batches, Engine, Format};
+use epistore_store::Store;
+use epistore_view::{encode, episode_doc, index_doc, list_doc, list_rows, message_doc, render, FilePolicy, Links};
+use serde_json::{json, Value};
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::{same_secret, Error, Result};
+
+/// Settings of the viewer's server.
+#[derive(Clone, Debug)]
+pub struct UiSettings {
+    pub addr: SocketAddr,
+    pub token: Option<String>,
+    /// Requests rendered at once; the others wait.
+    pub max_concurrent: usize,
+}
+
+/// Cells listed on the index page, at most.
+const INDEX_CELLS: usize = 5_000;
+/// Leaderboards kept built (each is a bootstrap over the store).
+const BOARD_CACHE: usize = 16;
+const TOKEN_COOKIE: &str = "epistore_ui_token";
+
+struct Ui {
+    store: Arc<Store>,
+    settings: UiSettings,
+    session: Mutex<Option<Arc<Engine>>>,
+    boards: Mutex<HashMap<String, Arc<Leaderboard>>>,
+    permits: Semaphore,
+}
+
+/// What a handler answers when it cannot give the page: a status and a page that
+/// says why.
+struct Failure(StatusCode, String);
+
+/// Anything else that fails is the server's fault (500), with its message.
+macro_rules! internal {
+    ($($error:ty),*) => {$(
+        impl From<$error> for Failure {
+            fn from(e: $error) -> Self {
+                Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
+        }
+    )*};
+}
+internal!(
+    epistore_sql::Error,
+    epistore_store::Error,
+    epistore_leaderboard::Error,
+    serde_json::Error,
+    tokio::task::JoinError
+);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let title = match self.0 {
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::BAD_REQUEST => "Bad request",
+            _ => "Error",
+        };
+        page(self.0, &message_doc(title, &self.1, &Links::Server))
+    }
+}
+
+type Answer = std::result::Result<Response, Failure>;
+
+fn not_found(what: impl Into<String>) -> Failure {
+    Failure(StatusCode::NOT_FOUND, what.into())
+}
+
+fn bad_request(what: impl Into<String>) -> Failure {
+    Failure(StatusCode::BAD_REQUEST, what.into())
+}
+
+/// An HTML page from its data. The policy forbids every fetch: a page (and anything
+/// an episode's data might smuggle into it) can reach no network.
+fn page(status: StatusCode, data: &Value) -> Response {
+    match render(data) {
+        Ok(html) => (
+            status,
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
+                ),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            html,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+fn html(html: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
+            ),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+impl Ui {
+    /// The SQL session for the latest committed snapshot (rebuilt after an ingest).
+    async fn engine(&self) -> std::result::Result<Arc<Engine>, Failure> {
+        let store = self.store.clone();
+        let seq = blocking(move || Ok(store.snapshot()?.ingest_seq()?)).await?;
+        let mut session = self.session.lock().await;
+        if let Some(engine) = session.as_ref().filter(|e| e.snapshot_seq == seq) {
+            return Ok(engine.clone());
+        }
+        let engine = Arc::new(Engine::open(&self.store).await?);
+        *session = Some(engine.clone());
+        Ok(engine)
+    }
+
+    async fn query(&self, sql: &str) -> std::result::Result<Vec<Value>, Failure> {
+        let batches = self.engine().await?.query(sql).await?;
+        match serde_json::from_str(&format_batches(&batches, Format::Json)?)? {
+            Value::Array(rows) => Ok(rows),
+            _ => Err(Failure(StatusCode::INTERNAL_SERVER_ERROR, "query result is not a list".into())),
+        }
+    }
+
+    /// A leaderboard, built once per (metric, keys, filter, snapshot).
+    async fn board(
+        &self,
+        metric: &str,
+        by: &[String],
+        filter: Option<String>,
+    ) -> std::result::Result<Arc<Leaderboard>, Failure> {
+        let engine = self.engine().await?;
+        let key = format!(
+            "{metric}\u{0}{}\u{0}{}\u{0}{}",
+            by.join(","),
+            filter.as_deref().unwrap_or(""),
+            engine.snapshot_seq
+        );
+        if let Some(board) = self.boards.lock().await.get(&key) {
+            return Ok(board.clone());
+        }
+        let spec = Spec {
+            metric: metric.to_string(),
+            by: by.to_vec(),
+            filter,
+            bootstrap: Default::default(),
+            alpha: 0.05,
+            direction: None,
+            generated_by: format!("epistore {}", env!("CARGO_PKG_VERSION")),
+        };
+        let board = Arc::new(epistore_leaderboard::build(&engine, &spec).await.map_err(|e| match e {
+            epistore_leaderboard::Error::Sql(epistore_sql::Error::Usage(m)) | epistore_leaderboard::Error::Usage(m) => {
+                bad_request(m)
+            }
+            e => Failure::from(e),
+        })?);
+        let mut boards = self.boards.lock().await;
+        if boards.len() >= BOARD_CACHE {
+            boards.clear();
+        }
+        boards.insert(key, board.clone());
+        Ok(board)
+    }
+}
+
+/// Runs store reads (which block) off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::result::Result<T, Failure> + Send + 'static,
+) -> std::result::Result<T, Failure> {
+    tokio::task::spawn_blocking(f).await.map_err(Failure::from)?
+}
+
+impl From<epistore_view::Error> for Failure {
+    fn from(e: epistore_view::Error) -> Self {
+        match e {
+            epistore_view::Error::NoEpisode(id) => not_found(format!("no episode {id} in this store")),
+            e => Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+}
+
+async fn index(State(ui): State<Arc<Ui>>) -> Answer {
+    let keys = ["model", "harness_level"];
+    let headline = ui.query(&Engine::headline_sql(&keys, None)?).await?;
+    let columns: Vec<&str> = keys.iter().copied().chain(epistore_sql::HEADLINE.iter().copied()).collect();
+    let rows: Vec<Value> =
+        headline.iter().map(|r| Value::Array(columns.iter().map(|c| r[*c].clone()).collect())).collect();
+    let cells = ui
+        .query(&format!(
+            "SELECT model, harness_level, task, \"cluster\", count(*) AS episodes FROM episodes \
+             GROUP BY model, harness_level, task, \"cluster\" ORDER BY model, harness_level, task LIMIT {}",
+            INDEX_CELLS + 1
+        ))
+        .await?;
+    let truncated = cells.len() > INDEX_CELLS;
+    let cells: Vec<Value> = cells
+        .into_iter()
+        .take(INDEX_CELLS)
+        .map(|mut c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            c["href"] = json!(Links::Server.cell(&s("model"), &s("harness_level"), &s("task")));
+            c
+        })
+        .collect();
+    let episodes: i64 = ui.query("SELECT count(*) AS n FROM episodes").await?[0]["n"].as_i64().unwrap_or(0);
+    let boards: Vec<Value> = epistore_sql::intervals::families()
+        .iter()
+        .flat_map(|f| &f.metrics)
+        .map(|m| {
+            json!({
+                "metric": m.name,
+                "description": m.description,
+                "href": format!("/leaderboards/{}?by=model", encode(&m.name)),
+            })
+        })
+        .collect();
+    let store = json!({
+        "episodes": episodes,
+        "cells": cells.len(),
+        "cells_truncated": truncated,
+        "snapshot": ui.engine().await?.snapshot_seq,
+        "dir": ui.store.dir().display().to_string(),
+    });
+    Ok(page(StatusCode::OK, &index_doc(store, json!({"columns": columns, "rows": rows}), cells, boards)))
+}
+
+/// `by` and `where` of a leaderboard's query string.
+fn board_query(q: &BTreeMap<String, String>) -> (Vec<String>, Option<String>, String) {
+    let by: Vec<String> = q
+        .get("by")
+        .map(String::as_str)
+        .unwrap_or("model")
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_string)
+        .collect();
+    let filter = q.get("where").filter(|w| !w.trim().is_empty()).cloned();
+    let mut text = format!("by={}", encode(&by.join(",")));
+    if let Some(f) = &filter {
+        text.push_str(&format!("&where={}", encode(f)));
+    }
+    (by, filter, text)
+}
+
+async fn leaderboard(
+    State(ui): State<Arc<Ui>>,
+    Path(metric): Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Answer {
+    let (by, filter, query) = board_query(&q);
+    let board = ui.board(&metric, &by, filter).await?;
+    let mut board = (*board).clone();
+    board.links = Some(BoardLinks {
+        home: Some("/".into()),
+        entries: (0..board.entries.len())
+            .map(|i| Some(format!("/leaderboards/{}/entries/{i}?{query}", encode(&metric))))
+            .collect(),
+        episode: "/episodes/{id}".into(),
+        linked: None,
+    });
+    Ok(html(epistore_leaderboard::to_html(&board)?))
+}
+
+async fn entry(
+    State(ui): State<Arc<Ui>>,
+    Path((metric, n)): Path<(String, usize)>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Answer {
+    let (by, filter, query) = board_query(&q);
+    let board = ui.board(&metric, &by, filter).await?;
+    let entry = board.entries.get(n).ok_or_else(|| not_found(format!("the board has no entry {n}")))?;
+    let ids = parse_ids(&entry.episode_ids)?;
+    let store = ui.store.clone();
+    let rows = blocking(move || Ok(list_rows(&store.snapshot()?, &ids, &Links::Server)?)).await?;
+    let board_href = format!("/leaderboards/{}?{query}", encode(&metric));
+    let title = format!("{}: {} ({} = {})", board.metric, entry.label, board.metric, number(entry.value));
+    let nav = Links::Server.nav(&[(&board.title, Some(board_href)), (&entry.label, None)]);
+    let subtitle = format!("The {} episodes behind this entry's score.", rows.len());
+    Ok(page(StatusCode::OK, &list_doc(&title, Some(&subtitle), nav, rows, false)))
+}
+
+fn number(v: Option<f64>) -> String {
+    v.map_or_else(|| "NULL".into(), |v| format!("{v:.3}"))
+}
+
+fn parse_ids(ids: &[String]) -> std::result::Result<Vec<Hash>, Failure> {
+    ids.iter()
+        .map(|id| epistore_package::parse_hex(id).ok_or_else(|| bad_request(format!("bad episode id {id}"))))
+        .collect()
+}
+
+async fn cell(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String>>) -> Answer {
+    let key = |k: &str| q.get(k).cloned().ok_or_else(|| bad_request(format!("a cell needs `{k}`")));
+    let (model, level, task) = (key("model")?, key("harness_level")?, key("task")?);
+    let store = ui.store.clone();
+    let (m, l, t) = (model.clone(), level.clone(), task.clone());
+    let rows = blocking(move || {
+        let snapshot = store.snapshot()?;
+        let superseded: std::collections::HashSet<Hash> =
+            snapshot.superseded()?.into_iter().map(|(old, _)| old).collect();
+        let ids: Vec<Hash> = snapshot
+            .select_ids(Some(&m), Some(&l), Some(&t))?
+            .into_iter()
+            .filter(|id| !superseded.contains(id))
+            .collect();
+        Ok(list_rows(&snapshot, &ids, &Links::Server)?)
+    })
+    .await?;
+    if rows.is_empty() {
+        return Err(not_found(format!("no episodes in the cell {model} / {level} / {task}")));
+    }
+    let title = format!("{model} / {level} / {task}");
+    let nav = Links::Server.nav(&[(&title, None)]);
+    let subtitle = format!("{} episodes in this cell (superseded imports left out, as SQL does).", rows.len());
+    Ok(page(StatusCode::OK, &list_doc(&title, Some(&subtitle), nav, rows, false)))
+}
+
+async fn episode(State(ui): State<Arc<Ui>>, Path(id): Path<String>) -> Answer {
+    let store = ui.store.clone();
+    let doc = blocking(move || {
+        let snapshot = store.snapshot()?;
+        let id = snapshot.resolve(&id).map_err(|_| not_found(format!("no episode {id} in this store")))?;
+        Ok(episode_doc(&snapshot, &id, &Links::Server, FilePolicy::SERVER)?)
+    })
+    .await?;
+    Ok(page(StatusCode::OK, &doc))
+}
+
+/// One file of an episode's package. Only paths the episode has are served; its bytes
+/// go out as text or as a download, never as a page that could run.
+async fn file(State(ui): State<Arc<Ui>>, Path((id, path)): Path<(String, String)>) -> Answer {
+    let store = ui.store.clone();
+    let bytes = blocking(move || {
+        let snapshot = store.snapshot()?;
+        let id = snapshot.resolve(&id).map_err(|_| not_found(format!("no episode {id} in this store")))?;
+        let record = snapshot.episode(&id)?.ok_or_else(|| not_found(format!("no episode {}", hex(&id))))?;
+        let entry = record
+            .files
+            .iter()
+            .find(|f| f.path == path)
+            .ok_or_else(|| not_found(format!("episode {} has no file {path}", hex(&id))))?;
+        Ok(snapshot.blob(&entry.hash)?)
+    })
+    .await?;
+    let kind =
+        if std::str::from_utf8(&bytes).is_ok() { "text/plain; charset=utf-8" } else { "application/octet-stream" };
+    Ok((
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CONTENT_SECURITY_POLICY, "default-src 'none'; sandbox"),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+async fn fallback() -> Failure {
+    not_found("no such page")
+}
+
+/// GET and HEAD only: nothing here changes anything.
+async fn read_only(request: Request, next: Next) -> Response {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let mut response =
+            (StatusCode::METHOD_NOT_ALLOWED, format!("{} refused: this server is read-only\n", request.method()))
+                .into_response();
+        response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    next.run(request).await
+}
+
+/// With a token: `Authorization: Bearer TOKEN`, the cookie, or `?token=TOKEN` (which
+/// sets the cookie, so a browser needs it once).
+async fn authorise(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Response {
+    let Some(token) = ui.settings.token.clone() else {
+        return next.run(request).await;
+    };
+    let headers = request.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| same_secret(t, &token));
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().strip_prefix(TOKEN_COOKIE).and_then(|c| c.strip_prefix('=')))
+        .any(|t| same_secret(t, &token));
+    let in_query = request
+        .uri()
+        .query()
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter_map(|kv| kv.strip_prefix("token="))
+        .any(|t| same_secret(t, &token));
+    if !(bearer || cookie || in_query) {
+        return Failure(StatusCode::UNAUTHORIZED, "this server needs its token: open /?token=TOKEN once".into())
+            .into_response();
+    }
+    let mut response = next.run(request).await;
+    if in_query {
+        if let Ok(v) = HeaderValue::from_str(&format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/")) {
+            response.headers_mut().insert(header::SET_COOKIE, v);
+        }
+    }
+    response
+}
+
+/// At most `max_concurrent` requests are being answered; the rest queue.
+async fn bounded(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Response {
+    let Ok(_permit) = ui.permits.acquire().await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    next.run(request).await
+}
+
+/// Serves the viewer until `shutdown` completes; `ready` gets the bound address.
+pub async fn serve_ui(
+    store: Store,
+    settings: UiSettings,
+    ready: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    if settings.token.is_none() && !settings.addr.ip().is_loopback() {
+        return Err(Error::TokenRequired(settings.addr));
+    }
+    let listener = tokio::net::TcpListener::bind(settings.addr)
+        .await
+        .map_err(|source| Error::Bind { addr: settings.addr, source })?;
+    let local = listener.local_addr().map_err(|source| Error::Bind { addr: settings.addr, source })?;
+    let ui = Arc::new(Ui {
+        store: Arc::new(store),
+        permits: Semaphore::new(settings.max_concurrent.max(1)),
+        settings,
+        session: Mutex::new(None),
+        boards: Mutex::new(HashMap::new()),
+    });
+    // The first session now, so a broken store fails at start, not at the first page.
+    ui.engine().await.map_err(|f| epistore_sql::Error::Usage(f.1))?;
+    let app = Router::new()
+        .route("/", get(index))
+        .route("/leaderboards/{metric}", get(leaderboard))
+        .route("/leaderboards/{metric}/entries/{n}", get(entry))
+        .route("/cell", get(cell))
+        .route("/episodes/{id}", get(episode))
+        .route("/episodes/{id}/files/{*path}", get(file))
+        .fallback(fallback)
+        .layer(middleware::from_fn_with_state(ui.clone(), bounded))
+        .layer(middleware::from_fn_with_state(ui.clone(), authorise))
+        .layer(middleware::from_fn(read_only))
+        .with_state(ui);
+    ready(local);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|source| Error::Bind { addr: local, source })?;
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! Pages a person reads: an episode page (its timeline drawn over the revisions it
+//! went through, every check marked current or stale), episode lists, and the store's
+//! index. One renderer serves both ways of getting them: `epistore ui` renders a page
+//! per request, and `show --format html` / `leaderboard --with-episodes` write the same
+//! pages into a static folder.
+//!
+//! Each page is one self-contained HTML document (`page.html`): the data is built here
+//! as JSON, embedded in the page, and drawn by the page's own script. Every link in the
+//! data is computed here by [`Links`], so the page never builds a URL and the same
+//! script works over a server and from a folder.
+
+mod episode;
+mod list;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde_json::Value;
+
+pub use episode::{episode_doc, FilePolicy};
+pub use list::{list_doc, list_rows, ListRow};
+
+/// The `schema` of every page's data.
+pub const SCHEMA: &str = "epistore-page/1";
+
+const TEMPLATE: &str = include_str!("page.html");
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] epistore_store::Error),
+    #[error("no episode {0} in this store")]
+    NoEpisode(String),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Where a page's links point.
+#[derive(Clone, Debug)]
+pub enum Links {
+    /// Pages served by `epistore ui`: absolute paths under its root.
+    Server,
+    /// A static folder: `index.html` (the board), `entries/N.html` (an entry's
+    /// episodes), `episodes/ID.html`. `depth` is how many folders below the root the
+    /// page being rendered sits; only episodes in `written` are linked, so a published
+    /// folder has no dead links.
+    Static { depth: usize, written: Arc<HashSet<String>> },
+    /// A page on its own (`show --format html`): no links.
+    None,
+}
+
+/// Characters kept as they are in a path segment or query value; everything else is
+/// percent-encoded (so a file path or a cell key can never leave its segment).
+const KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// A path segment or query value, percent-encoded.
+pub fn encode(text: &str) -> String {
+    utf8_percent_encode(text, KEEP).to_string()
+}
+
+impl Links {
+    fn up(depth: usize) -> String {
+        "../".repeat(depth)
+    }
+
+    /// The page of an episode.
+    pub fn episode(&self, id: &str) -> Option<String> {
+        match self {
+            Links::Server => Some(format!("/episodes/{id}")),
+            Links::Static { depth, written } => {
+                written.contains(id).then(|| format!("{}episodes/{id}.html", Self::up(*depth)))
+            }
+            Links::None => None,
+        }
+    }
+
+    /// One file of an episode's package, served as it was ingested (server only: a
+    /// static folder inlines what it carries).
+    pub fn file(&self, id: &str, path: &str) -> Option<String> {
+        match self {
+            Links::Server => {
+                let segments: Vec<String> = path.split('/').map(encode).collect();
+                Some(format!("/episodes/{id}/files/{}", segments.join("/")))
+            }
+            _ => None,
+        }
+    }
+
+    /// The episode list of a cell (server only).
+    pub fn cell(&self, model: &str, harness_level: &str, task: &str) -> Option<String> {
+        match self {
+            Links::Server => Some(format!(
+                "/cell?model={}&harness_level={}&task={}",
+                encode(model),
+                encode(harness_level),
+                encode(task)
+            )),
+            _ => None,
+        }
+    }
+
+    /// The starting page: the index (server) or the board (static folder).
+    pub fn home(&self) -> Option<String> {
+        match self {
+            Links::Server => Some("/".into()),
+            Links::Static { depth, .. } => Some(format!("{}index.html", Self::up(*depth))),
+            Links::None => None,
+        }
+    }
+
+    /// The breadcrumb of a page: home, then the given steps.
+    pub fn nav(&self, steps: &[(&str, Option<String>)]) -> Value {
+        let home = match self {
+            Links::Static { .. } => "Leaderboard",
+            _ => "Index",
+        };
+        let mut nav: Vec<Value> = Vec::new();
+        if let Some(href) = self.home() {
+            nav.push(serde_json::json!({"label": home, "href": href}));
+        }
+        for (label, href) in steps {
+            nav.push(serde_json::json!({"label": label, "href": href}));
+        }
+        Value::Array(nav)
+    }
+}
+
+/// JSON that may sit inside a `<script>` element: `</script>` would end it and `<!--`
+/// can make the parser skip the real end tag, so no `<`, `>` or `&` appears literally
+/// (their `\u` escapes are the same JSON strings). U+2028/2029 are escaped for engines
+/// older than ES2019.
+pub fn script_json(value: &impl serde::Serialize) -> Result<String> {
+    let json = serde_json::to_string(value)?;
+    // One pass: a page can carry megabytes of records.
+    let mut out = String::with_capacity(json.len() + json.len() / 16);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// Text safe between HTML tags and inside quoted attributes.
+pub fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A page's HTML from its data (an object with `kind` and `title`).
+pub fn render(data: &Value) -> Result<String> {
+    let title = data.get("title").and_then(Value::as_str).unwrap_or("epistore");
+    // The title first: the second pass then runs over the template, not the data.
+    Ok(TEMPLATE.replacen("EPISTORE_PAGE_TITLE", &escape_html(title), 1).replacen(
+        "/*EPISTORE_PAGE_DATA*/null",
+        &script_json(data)?,
+        1,
+    ))
+}
+
+/// The data of the index page: the store's headline figures and metrics (computed by
+/// the caller with SQL), its cells and the leaderboards on offer.
+pub fn index_doc(store: Value, headline: Value, cells: Vec<Value>, leaderboards: Vec<Value>) -> Value {
+    serde_json::json!({
+        "kind": "index",
+        "schema": SCHEMA,
+        "generated_by": generated_by(),
+        "title": "epistore: episodes by cell",
+        "nav": [],
+        "store": store,
+        "headline": headline,
+        "cells": cells,
+        "leaderboards": leaderboards,
+    })
+}
+
+/// A page that says what went wrong (an unknown episode, a bad request).
+pub fn message_doc(title: &str, message: &str, links: &Links) -> Value {
+    serde_json::json!({
+        "kind": "message",
+        "schema": SCHEMA,
+        "generated_by": generated_by(),
+        "title": title,
+        "nav": links.nav(&[]),
+        "message": message,
+    })
+}
+
+pub(crate) fn generated_by() -> String {
+    format!("epistore {}", env!("CARGO_PKG_VERSION"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_json_never_ends_the_script() {
+        let text = script_json(&serde_json::json!({"t": "</script><!-- & \u{2028}"})).unwrap();
+        assert!(!text.contains('<') && !text.contains('>') && !text.contains('&') && !text.contains('\u{2028}'));
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["t"], "</script><!-- & \u{2028}");
+    }
+
+    #[test]
+    fn file_links_keep_each_segment_in_place() {
+        let href = Links::Server.file("ab", "artifacts/source/x y?#/%2e.txt").unwrap();
+        assert_eq!(href, "/episodes/ab/files/artifacts/source/x%20y%3F%23/%252e.txt");
+        assert_eq!(
+            Links::Server.cell("m/1", "H3", "a&b=c").unwrap(),
+            "/cell?model=m%2F1&harness_level=H3&task=a%26b%3Dc"
+        );
+    }
+
+    #[test]
+    fn static_links_only_to_written_episodes() {
+        let written: HashSet<String> = ["a".to_string()].into();
+        let links = Links::Static { depth: 1, written: Arc::new(written) };
+        assert_eq!(links.episode("a").as_deref(), Some("../episodes/a.html"));
+        assert_eq!(links.episode("b"), None);
+        assert_eq!(links.home().as_deref(), Some("../index.html"));
+        assert_eq!(Links::None.episode("a"), None);
+    }
+}

@@ -1,0 +1,420 @@
+//! The episode viewer end to end: the data an episode page carries (revision bands,
+//! checks current or stale, the four fields never collapsed into one "success"), the
+//! same pages in headless Chromium, a published leaderboard folder navigated from the
+//! board to an episode and back, and `epistore ui` as a read-only web server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::util::{dataset, repo_root, text, TestStore};
+
+/// The JSON a page embeds (`const DATA = ...;`).
+fn page_data(html: &str) -> Value {
+    let start = html.find("const DATA = ").expect("a page embeds its data") + "const DATA = ".len();
+    let line = html[start..].lines().next().unwrap();
+    serde_json::from_str(line.trim_end().trim_end_matches(';')).unwrap()
+}
+
+/// The bundled dataset's store and the id of its H3 episode.
+fn dataset_store() -> (TestStore, String) {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let id = store.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3'")[0]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (store, id)
+}
+
+fn show_html(store: &TestStore, id: &str) -> (PathBuf, Value) {
+    let path = store.dir.path().join(format!("{}.html", &id[..12]));
+    let out = store.run(&["show", id, "--format", "html", "--out", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let data = page_data(&std::fs::read_to_string(&path).unwrap());
+    (path, data)
+}
+
+/// Chromium and playwright-core, or None when this machine has neither (CI installs
+/// both and sets EPISTORE_REQUIRE_BROWSER, so there a missing browser fails).
+fn browser() -> Option<(String, String)> {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let playwright = std::env::var("PLAYWRIGHT_CORE").ok();
+    let required = std::env::var_os("EPISTORE_REQUIRE_BROWSER").is_some();
+    match playwright {
+        Some(p) if Path::new(&chromium).exists() => Some((chromium, p)),
+        _ => {
+            assert!(
+                !required,
+                "EPISTORE_REQUIRE_BROWSER is set but Chromium ({chromium}) or PLAYWRIGHT_CORE is missing"
+            );
+            eprintln!("skipped: no Chromium at {chromium} or PLAYWRIGHT_CORE unset");
+            None
+        }
+    }
+}
+
+/// `tests/browser/check_page.mjs MODE URL SCREENSHOT`: its JSON summary.
+fn check_page(mode: &str, url: &str, screenshot: &str) -> Option<Value> {
+    let (chromium, playwright) = browser()?;
+    let shot = repo_root().join("target").join(screenshot);
+    let out = Command::new("node")
+        .arg(repo_root().join("tests/browser/check_page.mjs"))
+        .args([mode, url, shot.to_str().unwrap()])
+        .env("CHROMIUM", chromium)
+        .env("PLAYWRIGHT_CORE", playwright)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "check_page {mode} {url}: {}{}", text(&out.stdout), text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["console"], json!([]), "{summary}");
+    assert_eq!(summary["requests"], json!([]), "{summary}");
+    assert_eq!(summary["ok"], json!(true), "{summary}");
+    Some(summary)
+}
+
+fn file_url(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+fn checks_by_id(data: &Value) -> std::collections::BTreeMap<String, Value> {
+    data["traces"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["check_id"].as_str().unwrap().into(), c.clone()))
+        .collect()
+}
+
+/// The H3 episode of the bundled dataset: one edit (S0 -> S1), the reproduction check
+/// bound to S0 and so stale, the full regression timed out on S1, so the derived
+/// posture is `failure` while the recorded label says `autonomous_verified_success`:
+/// the page carries both, and every piece of evidence on its revision.
+#[test]
+fn episode_page_data_on_the_bundled_dataset() {
+    let (store, id) = dataset_store();
+    let (_, data) = show_html(&store, &id);
+    assert_eq!(data["kind"], "episode");
+    assert_eq!(data["id"], json!(id));
+    assert_eq!(data["final_revision"], 1);
+    assert_eq!(data["revisions"], json!([{"revision": 0, "mutation_seq": null}, {"revision": 1, "mutation_seq": 14}]));
+    let v = &data["verdicts"];
+    assert_eq!(
+        (&v["claim"], &v["posture"], &v["admission"], &v["correct"], &v["label"]),
+        (&json!(true), &json!("failure"), &json!("accepted"), &json!(true), &json!("autonomous_verified_success"))
+    );
+    let checks = checks_by_id(&data);
+    let repro = &checks["repro-empty-password"];
+    assert_eq!(
+        (&repro["bound_revision"], &repro["state"], &repro["result"]),
+        (&json!(0), &json!("stale"), &json!("fail"))
+    );
+    let full = &checks["full-regression"];
+    assert_eq!(
+        (&full["bound_revision"], &full["state"], &full["result"]),
+        (&json!(1), &json!("current"), &json!("timeout"))
+    );
+    // "recorded, none" and a record's own fields
+    assert_eq!(data["traces"]["interventions"], json!([]));
+    let attribution = &data["traces"]["attributions"][1];
+    assert_eq!(
+        attribution["extra"]["note"],
+        "the runner printed nothing before the kill; cause of the hang not observable from the trace"
+    );
+    // the patch, the reports and every file with its size
+    assert!(data["patch"]["text"].as_str().unwrap().starts_with("diff --git a/src/validate.js"));
+    assert_eq!(data["reports"].as_array().unwrap().len(), 2);
+    let sizes: Vec<(String, u64)> = data["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["path"].as_str().unwrap().to_string(), a["size"].as_u64().unwrap()))
+        .collect();
+    let h3 = dataset().join("H3");
+    for (path, size) in &sizes {
+        assert_eq!(std::fs::metadata(h3.join(path)).unwrap().len(), *size, "{path}");
+    }
+    assert_eq!(sizes.len(), 13);
+    let log = data["artifacts"].as_array().unwrap().iter().find(|a| a["path"] == "artifacts/repro.log").unwrap();
+    assert_eq!(log["text"].as_str().unwrap(), std::fs::read_to_string(h3.join("artifacts/repro.log")).unwrap());
+    // the other levels of the same task, none in the same cell
+    assert_eq!(data["attempts"], json!([]));
+    assert_eq!(data["same_task"].as_array().unwrap().len(), 3);
+}
+
+/// The same page in headless Chromium: bands, stale and current checks, the posture
+/// beside the label, no console errors, no network.
+#[test]
+fn episode_page_renders_in_headless_chromium() {
+    let (store, id) = dataset_store();
+    let (path, _) = show_html(&store, &id);
+    let Some(summary) = check_page("episode", &file_url(&path), "episode-screenshot.png") else { return };
+    assert_eq!(summary["kind"], "episode");
+    assert_eq!(summary["bands"], 2, "{summary}");
+    let checks: std::collections::BTreeMap<String, Value> = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["check_id"].as_str().unwrap().to_string(), c.clone()))
+        .collect();
+    assert_eq!(checks["repro-empty-password"]["state"], "stale", "{summary}");
+    assert_eq!(checks["full-regression"]["state"], "current", "{summary}");
+    assert_eq!(checks["full-regression"]["result"], "timeout", "{summary}");
+    let verdicts = &summary["verdicts"];
+    assert!(verdicts["posture"].as_str().unwrap().contains("failure"), "{summary}");
+    assert!(verdicts["label"].as_str().unwrap().contains("autonomous_verified_success"), "{summary}");
+    assert!(summary["summary"].as_str().unwrap().contains("full-regression"), "{summary}");
+    assert!(summary["details"].as_str().unwrap().contains("check_id"), "{summary}");
+    assert!(summary["patch_lines"].as_u64().unwrap() >= 10, "{summary}");
+}
+
+/// On a synthetic population with forced revisions, an episode whose oracle said
+/// correct on one revision and wrong on a later one shows both, each on its revision.
+#[test]
+fn oracle_verdicts_stand_on_their_revisions() {
+    let store = TestStore::synthetic(120, 11);
+    let found = store.sql(
+        "SELECT a.episode_id, a.revision AS good, b.revision AS bad FROM oracle_verdicts a \
+         JOIN oracle_verdicts b ON a.episode_id = b.episode_id AND a.y = 1 AND b.y = 0 AND b.revision > a.revision \
+         ORDER BY a.episode_id, a.revision, b.revision LIMIT 1",
+    );
+    let row = found.first().expect("a forced-revision episode that lost correctness");
+    let (id, good, bad) =
+        (row["episode_id"].as_str().unwrap(), row["good"].as_u64().unwrap(), row["bad"].as_u64().unwrap());
+    let (path, data) = show_html(&store, id);
+    let oracle: Vec<(u64, String)> = data["traces"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["actor"] == "evaluator" && c["method"] == "oracle")
+        .map(|c| (c["bound_revision"].as_u64().unwrap(), c["result"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(oracle.contains(&(good, "pass".into())) && oracle.contains(&(bad, "fail".into())), "{oracle:?}");
+    let Some(summary) = check_page("episode", &file_url(&path), "episode-oracle-screenshot.png") else { return };
+    let texts: Vec<String> =
+        summary["oracle"].as_array().unwrap().iter().map(|o| o["text"].as_str().unwrap_or("").to_string()).collect();
+    assert!(texts.iter().any(|t| t.contains(&format!("correct at S{good}"))), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains(&format!("wrong at S{bad}"))), "{texts:?}");
+    assert_eq!(summary["bands"].as_u64().unwrap(), data["final_revision"].as_u64().unwrap() + 1);
+}
+
+fn publish(store: &TestStore, extra: &[&str]) -> (PathBuf, Value) {
+    let dir = store.dir.path().join("site");
+    let mut args = vec!["leaderboard", "--metric", "sound_completion", "--format", "html", "--out"];
+    args.push(dir.to_str().unwrap());
+    args.extend_from_slice(&["--with-episodes", "--replicates", "200"]);
+    args.extend_from_slice(extra);
+    let out = store.run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let board = store.run(&["leaderboard", "--metric", "sound_completion", "--format", "json", "--replicates", "200"]);
+    (dir, serde_json::from_slice(&board.stdout).unwrap())
+}
+
+/// A published folder: the board, a list per entry whose rows are the entry's episodes
+/// (as many as SQL counts for its key), a page per episode up to --max-episodes, and
+/// no dead links.
+#[test]
+fn published_board_links_entries_to_episode_pages() {
+    let store = TestStore::synthetic(60, 5);
+    let (dir, board) = publish(&store, &[]);
+    let entries = board["entries"].as_array().unwrap();
+    for (i, entry) in entries.iter().enumerate() {
+        let list = page_data(&std::fs::read_to_string(dir.join(format!("entries/{i}.html"))).unwrap());
+        let model = entry["key"]["model"].as_str().unwrap();
+        let counted = store.sql(&format!("SELECT count(*) AS n FROM episode_facts WHERE model = '{model}'"))[0]["n"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(list["rows"].as_array().unwrap().len() as u64, counted, "entry {i} ({model})");
+        for row in list["rows"].as_array().unwrap() {
+            let href = row["href"].as_str().expect("every episode has a page");
+            assert!(dir.join("entries").join(href).exists(), "{href}");
+        }
+    }
+    let pages = std::fs::read_dir(dir.join("episodes")).unwrap().count();
+    assert_eq!(pages as i64, store.episode_count());
+
+    // Bounded: 10 pages, and only those are linked.
+    let (dir, _) = publish(&store, &["--max-episodes", "10"]);
+    assert_eq!(std::fs::read_dir(dir.join("episodes")).unwrap().count(), 10);
+    let list = page_data(&std::fs::read_to_string(dir.join("entries/0.html")).unwrap());
+    for row in list["rows"].as_array().unwrap() {
+        if let Some(href) = row["href"].as_str() {
+            assert!(dir.join("entries").join(href).exists(), "{href}");
+        }
+    }
+    assert!(!dir.with_file_name("site.epistore-staging").exists());
+}
+
+/// Board -> an entry's episodes -> an episode page -> back, in Chromium; the counts on
+/// each page are the SQL counts.
+#[test]
+fn published_board_navigates_in_headless_chromium() {
+    let store = TestStore::synthetic(60, 5);
+    let (dir, board) = publish(&store, &[]);
+    let Some(summary) = check_page("navigate", &file_url(&dir.join("index.html")), "navigate-screenshot.png") else {
+        return;
+    };
+    let first = &board["entries"][0];
+    assert_eq!(summary["list_rows"], first["episodes"], "{summary}");
+    assert_eq!(summary["episode_kind"], "episode", "{summary}");
+    assert_eq!(summary["back_to_board"], true, "{summary}");
+    assert_eq!(summary["board_entries"].as_u64().unwrap() as usize, board["entries"].as_array().unwrap().len());
+}
+
+/// A running `epistore ui`, stopped when dropped.
+struct Ui {
+    child: Child,
+    addr: String,
+}
+
+impl Ui {
+    fn start(store: &TestStore, extra: &[&str]) -> Ui {
+        let mut child = store
+            .command()
+            .args(["ui", "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+        Ui { child, addr }
+    }
+
+    fn request(&self, method: &str, target: &str, headers: &[&str]) -> (u16, String) {
+        http(&self.addr, method, target, headers)
+    }
+
+    fn get(&self, target: &str) -> (u16, String) {
+        http(&self.addr, "GET", target, &[])
+    }
+}
+
+/// One raw HTTP/1.1 request (the target sent exactly as given, not normalised by a
+/// client library): status and body.
+fn http(addr: &str, method: &str, target: &str, headers: &[&str]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("Content-Length: 0\r\n\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `ui` serves the pages, GET only; no path reaches beyond an episode's own files; an
+/// unknown id is a 404 page; fifty requests at once all get their page.
+#[test]
+fn ui_serves_pages_read_only() {
+    let (store, id) = dataset_store();
+    let ui = Ui::start(&store, &["--max-concurrent", "4"]);
+    let (status, body) = ui.get("/");
+    assert_eq!(status, 200, "{body}");
+    let index = page_data(&body);
+    assert_eq!(index["kind"], "index");
+    assert_eq!(index["cells"].as_array().unwrap().len(), 4);
+    assert_eq!(index["store"]["episodes"], 4);
+
+    let (status, body) = ui.get(&format!("/episodes/{id}"));
+    assert_eq!(status, 200);
+    assert_eq!(page_data(&body)["verdicts"]["posture"], "failure");
+    let (status, body) = ui.get(&format!("/episodes/{}", &id[..8]));
+    assert_eq!((status, page_data(&body)["id"].as_str()), (200, Some(id.as_str())));
+    let (status, body) = ui.get(&format!("/episodes/{id}/files/patch.diff"));
+    assert_eq!((status, body), (200, std::fs::read_to_string(dataset().join("H3/patch.diff")).unwrap()));
+
+    let cell = index["cells"].as_array().unwrap().iter().find(|c| c["harness_level"] == "H3").unwrap();
+    let (status, body) = ui.get(cell["href"].as_str().unwrap());
+    assert_eq!(status, 200);
+    let list = page_data(&body);
+    assert_eq!(list["rows"][0]["id"], json!(id));
+    assert_eq!(list["rows"][0]["stale_checks"], 1);
+
+    let (status, body) = ui.get("/leaderboards/sound_completion?by=harness_level");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("/leaderboards/sound_completion/entries/0?by=harness_level"));
+    let (status, body) = ui.get("/leaderboards/sound_completion/entries/0?by=harness_level");
+    assert_eq!((status, page_data(&body)["rows"].as_array().unwrap().len()), (200, 1));
+    let (status, _) = ui.get("/leaderboards/no_such_metric");
+    assert_eq!(status, 400);
+
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        let (status, _) = ui.request(method, "/", &[]);
+        assert_eq!(status, 405, "{method}");
+    }
+    for target in [
+        format!("/episodes/{id}/files/../../../../etc/passwd"),
+        format!("/episodes/{id}/files/%2e%2e/%2e%2e/%2e%2e/etc/passwd"),
+        format!("/episodes/{id}/files/..%2f..%2f..%2fetc%2fpasswd"),
+        format!("/episodes/{id}/files//etc/passwd"),
+        "/../../../etc/passwd".to_string(),
+        "/%2e%2e/%2e%2e/etc/passwd".to_string(),
+    ] {
+        let (status, body) = ui.get(&target);
+        assert!(status == 404 || status == 400, "{target}: {status}");
+        assert!(!body.contains("root:x:0:0"), "{target}");
+    }
+    let (status, body) = ui.get(&format!("/episodes/{}", "0".repeat(64)));
+    assert_eq!(status, 404);
+    assert_eq!(page_data(&body)["kind"], "message");
+
+    let threads: Vec<_> = (0..50)
+        .map(|i| {
+            let addr = ui.addr.clone();
+            let target = if i % 2 == 0 { format!("/episodes/{id}") } else { "/".to_string() };
+            std::thread::spawn(move || http(&addr, "GET", &target, &[]).0)
+        })
+        .collect();
+    let statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+}
+
+/// Beyond loopback only with a token; with one, every request must carry it.
+#[test]
+fn ui_needs_a_token_beyond_loopback() {
+    let (store, _) = dataset_store();
+    let out = store.run(&["ui", "--addr", "0.0.0.0:0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("without --token"), "{}", text(&out.stderr));
+
+    let ui = Ui::start(&store, &["--token", "s3cret"]);
+    assert_eq!(ui.get("/").0, 401);
+    assert_eq!(ui.request("GET", "/", &["Authorization: Bearer wrong"]).0, 401);
+    assert_eq!(ui.request("GET", "/", &["Authorization: Bearer s3cret"]).0, 200);
+    assert_eq!(ui.get("/?token=s3cret").0, 200);
+    assert_eq!(ui.request("GET", "/", &["Cookie: epistore_ui_token=s3cret"]).0, 200);
+}
+
+/// Index -> cell -> episode over the running server, in Chromium: two clicks from the
+/// index to the H3 timeline.
+#[test]
+fn ui_pages_render_in_headless_chromium() {
+    let (store, _) = dataset_store();
+    let ui = Ui::start(&store, &[]);
+    let Some(index) = check_page("index", &format!("http://{}/", ui.addr), "ui-index-screenshot.png") else { return };
+    assert_eq!(index["cells_rows"], 4, "{index}");
+    assert_eq!(index["headline_rows"], 4, "{index}");
+    let h3 = index["cell_links"].as_array().unwrap().iter().find(|h| h.as_str().unwrap().contains("H3")).unwrap();
+    let list =
+        check_page("list", &format!("http://{}{}", ui.addr, h3.as_str().unwrap()), "ui-list-screenshot.png").unwrap();
+    assert_eq!(list["rows"], 1, "{list}");
+}
