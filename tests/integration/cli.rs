@@ -86,3 +86,36 @@ fn csv_writes_nested_columns_as_text() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "harness_components\n\"[task_specification, tool_access]\"\n");
 }
+
+/// Every column of every table and view can be named bare, as an analyst types it, in a
+/// select list after another column, in GROUP BY and in ORDER BY (`cluster` is a
+/// keyword to the parser: `crates/sql/src/statement.rs`), and in `--where`.
+#[test]
+fn every_column_can_be_named_bare() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let columns = store.sql(
+        "SELECT table_name, column_name FROM information_schema.columns \
+         WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
+    );
+    assert!(columns.len() > 200, "{}", columns.len());
+    let mut script = String::new();
+    for c in &columns {
+        let (table, column) = (c["table_name"].as_str().unwrap(), c["column_name"].as_str().unwrap());
+        if table.contains(|ch: char| !ch.is_ascii_lowercase() && ch != '_')
+            || column.contains(|ch: char| !ch.is_ascii_lowercase() && !ch.is_ascii_digit() && ch != '_')
+        {
+            continue;
+        }
+        script.push_str(&format!(
+            "SELECT 1 AS one, {column} FROM {table} LIMIT 1;\n\
+             SELECT {column}, count(*) FROM {table} GROUP BY {column} ORDER BY {column} LIMIT 1;\n"
+        ));
+    }
+    let file = store.dir.path().join("bare.sql");
+    std::fs::write(&file, script).unwrap();
+    let out = store.run(&["sql", "--format", "csv", "--file", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = store.run(&["metrics", "--by", "cluster", "--where", "cluster = 'login-app'", "--format", "json"]);
+    assert_eq!(json_rows(&out)[0]["episodes"], 4);
+}

@@ -32,7 +32,6 @@ use arrow_flight::sql::{CommandStatementQuery, ProstMessageExt, SqlInfo, TicketS
 use arrow_flight::{FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine as _;
-use datafusion::execution::context::SQLOptions;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
@@ -129,8 +128,9 @@ impl EpistoreFlightSql {
             .map_err(|e| Status::internal(e.to_string()))?;
         let state = SessionStateBuilder::new_from_existing(engine.context().state()).with_runtime_env(runtime).build();
         let ctx = SessionContext::new_with_state(state);
-        let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-        let df = ctx.sql_with_options(sql, options).await.map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let df = epistore_sql::statement::plan_read_only(&ctx, sql)
+            .await
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         df.execute_stream().await.map_err(|e| Status::invalid_argument(e.to_string()))
     }
 }

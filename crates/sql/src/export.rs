@@ -23,7 +23,6 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::FileWriter as IpcFileWriter;
 use datafusion::arrow::json::{writer::JsonArray, LineDelimitedWriter, WriterBuilder as JsonWriterBuilder};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::execution::context::SQLOptions;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::metadata::KeyValue;
@@ -134,8 +133,7 @@ impl Engine {
                 out.display()
             )));
         }
-        let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-        let df = self.context().sql_with_options(sql, options).await?;
+        let df = crate::statement::plan_read_only(self.context(), sql).await?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         for (i, key) in partition_by.iter().enumerate() {
             let Ok(index) = schema.index_of(key) else {

@@ -11,6 +11,7 @@ pub mod export;
 pub mod intervals;
 mod output;
 mod provider;
+pub mod statement;
 mod supersession;
 mod tables;
 pub mod views;
@@ -23,7 +24,6 @@ use datafusion::catalog::TableProvider;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::datasource::MemTable;
-use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use epistore_store::Store;
 
@@ -201,15 +201,13 @@ impl Engine {
 
     /// Runs one read-only statement and collects its result.
     pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
-        let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-        let df = self.ctx.sql_with_options(sql, options).await?;
-        Ok(df.collect().await?)
+        Ok(statement::plan_read_only(&self.ctx, sql).await?.collect().await?)
     }
 
     /// Splits a script into statements (a `;` inside a string or comment does not
     /// split), for running them one at a time.
     pub fn split_statements(script: &str) -> Result<Vec<String>> {
-        let statements = datafusion::sql::parser::DFParser::parse_sql(script)?;
+        let statements = datafusion::sql::parser::DFParser::parse_sql(&statement::natural_spelling(script))?;
         Ok(statements.into_iter().map(|s| s.to_string()).collect())
     }
 

@@ -1,0 +1,119 @@
+//! The one way a user's SQL is planned, and the SQL-text helpers every module uses:
+//! the read-only rule, the natural spelling of column names that are also keywords,
+//! and identifier quoting.
+
+use datafusion::dataframe::DataFrame;
+use datafusion::execution::context::SQLOptions;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::Result;
+
+/// Column names of the schema that the SQL parser takes for a keyword when written
+/// bare. `cluster` is the key of every interval: in `SELECT task, cluster FROM ...` the
+/// parser reads `, cluster` as a trailing comma before a `CLUSTER BY` clause. The test
+/// `every_column_can_be_named_bare` tries every column of every table and view.
+const KEYWORD_COLUMNS: &[Keyword] = &[Keyword::CLUSTER];
+
+/// Statements users send may read, never write: no DDL (CREATE, DROP), no DML (INSERT,
+/// COPY), no session statements (SET). Built here only.
+pub fn read_only() -> SQLOptions {
+    SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
+}
+
+/// Plans a user's statement read-only, after [`natural_spelling`].
+pub async fn plan_read_only(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
+    Ok(ctx.sql_with_options(&natural_spelling(sql), read_only()).await?)
+}
+
+/// `"name"`, with inner quotes doubled.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The statement with every bare column name of [`KEYWORD_COLUMNS`] quoted, unless it
+/// starts its clause (`CLUSTER BY`). Strings, comments and quoted names are left as
+/// they are (the tokenizer tells them apart); a statement the tokenizer cannot read is
+/// returned unchanged, for the parser to report.
+pub fn natural_spelling(sql: &str) -> String {
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
+        return sql.to_string();
+    };
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
+    let mut spans = Vec::new();
+    for (k, &i) in significant.iter().enumerate() {
+        let Token::Word(word) = &tokens[i].token else { continue };
+        if word.quote_style.is_some() || !KEYWORD_COLUMNS.contains(&word.keyword) {
+            continue;
+        }
+        let next = significant.get(k + 1).map(|&j| &tokens[j].token);
+        if matches!(next, Some(Token::Word(w)) if w.keyword == Keyword::BY) {
+            continue;
+        }
+        spans.push((tokens[i].span.start, tokens[i].span.end));
+    }
+    if spans.is_empty() {
+        return sql.to_string();
+    }
+    let offsets = LineOffsets::new(sql);
+    let mut out = String::with_capacity(sql.len() + 2 * spans.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        let (start, end) = (offsets.byte(sql, start.line, start.column), offsets.byte(sql, end.line, end.column));
+        out.push_str(&sql[at..start]);
+        // Bare names are folded to lower case; the quoted name must be the folded one.
+        out.push_str(&quote_ident(&sql[start..end].to_lowercase()));
+        at = end;
+    }
+    out.push_str(&sql[at..]);
+    out
+}
+
+/// Byte offsets of (line, column) locations, both 1-based, columns in characters.
+struct LineOffsets(Vec<usize>);
+
+impl LineOffsets {
+    fn new(text: &str) -> Self {
+        LineOffsets(std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect())
+    }
+
+    fn byte(&self, text: &str, line: u64, column: u64) -> usize {
+        let start = self.0[(line as usize).saturating_sub(1).min(self.0.len() - 1)];
+        text[start..].char_indices().nth(column as usize - 1).map_or(text.len(), |(i, _)| start + i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::natural_spelling;
+
+    #[test]
+    fn bare_cluster_is_quoted_where_it_names_a_column() {
+        assert_eq!(natural_spelling("select task, cluster from episodes"), "select task, \"cluster\" from episodes");
+        assert_eq!(
+            natural_spelling("SELECT e.Cluster, count(*)\nFROM episodes e\nGROUP BY cluster ORDER BY cluster"),
+            "SELECT e.\"cluster\", count(*)\nFROM episodes e\nGROUP BY \"cluster\" ORDER BY \"cluster\""
+        );
+        assert_eq!(
+            natural_spelling("select * from t where cluster = 'cluster'"),
+            "select * from t where \"cluster\" = 'cluster'"
+        );
+    }
+
+    #[test]
+    fn quoted_names_strings_comments_and_clauses_stay() {
+        for sql in [
+            "select \"cluster\" from episodes",
+            "select 'a, cluster' from episodes -- cluster\n",
+            "select /* cluster */ 1",
+            "select a from t cluster by a",
+            "select 'unterminated",
+        ] {
+            assert_eq!(natural_spelling(sql), sql);
+        }
+        assert_eq!(natural_spelling("select 'é', cluster from t"), "select 'é', \"cluster\" from t");
+    }
+}
