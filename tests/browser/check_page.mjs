@@ -1,0 +1,449 @@
+#!/usr/bin/env node
+// Headless-Chromium check of a page rendered from crates/view/src/page.html.
+//
+// usage: node check_page.mjs MODE URL SCREENSHOT.png
+//   MODE      episode | list | index | navigate | timing
+//   URL       a file path, a file:// URL or an http(s):// URL
+//             (navigate: a leaderboard page whose entries link to their episode lists
+//              with a.entry-episodes)
+//
+// env: PLAYWRIGHT_CORE  path to the playwright-core package (directory or entry file);
+//                       default: import('playwright-core')
+//      CHROMIUM         Chromium executable; default /usr/bin/chromium
+//
+// Prints one JSON object on stdout. It always carries `ok`, `console` (console errors and
+// warnings, and page errors) and `requests` (every request that leaves the page's own
+// origin: for file:// pages any request that is not file: or data:, for http pages any
+// request to another origin; such requests are also aborted), plus the mode's fields.
+// `ok` is false when console messages, page errors or foreign requests were seen, or the
+// page did not finish rendering, or the DOM contradicts the embedded DATA (`failures`
+// says what). Exit status: 0 when ok, 1 when not ok or on any thrown error (message on
+// stderr), 2 on usage errors. A full-page screenshot is written to SCREENSHOT.png.
+
+import { existsSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const MODES = ["episode", "list", "index", "navigate", "timing"];
+const [mode, target, shotArg] = process.argv.slice(2);
+if (!MODES.includes(mode) || !target || !shotArg) {
+  process.stderr.write(`usage: node check_page.mjs ${MODES.join("|")} URL SCREENSHOT.png\n`);
+  process.exit(2);
+}
+const shotPath = resolve(shotArg);
+
+function toUrl(t) {
+  if (/^(file|https?):/i.test(t)) return t;
+  const p = resolve(t);
+  if (!existsSync(p)) throw new Error(`page not found: ${p}`);
+  return pathToFileURL(p).href;
+}
+
+async function loadPlaywright() {
+  const p = process.env.PLAYWRIGHT_CORE;
+  let mod;
+  if (p) {
+    const abs = resolve(p);
+    const require = createRequire(import.meta.url);
+    try {
+      mod = require(abs);
+    } catch (e) {
+      if (existsSync(abs) && statSync(abs).isFile()) mod = await import(pathToFileURL(abs).href);
+      else throw e;
+    }
+  } else {
+    mod = await import("playwright-core");
+  }
+  const chromium = mod.chromium ?? mod.default?.chromium;
+  if (!chromium) throw new Error("playwright-core module has no `chromium` export");
+  return chromium;
+}
+
+const consoleMessages = [];
+const requests = [];
+const failures = [];
+const fail = (m) => failures.push(m);
+
+let browser;
+let result;
+try {
+  const url = toUrl(target);
+  const pageOrigin = new URL(url);
+  const isFile = pageOrigin.protocol === "file:";
+  // true when a request stays with the page: file:/data: for file pages, same origin for http
+  const local = (u) => {
+    let x;
+    try { x = new URL(u); } catch { return false; }
+    if (x.protocol === "data:") return true;
+    if (isFile) return x.protocol === "file:";
+    return x.origin === pageOrigin.origin;
+  };
+
+  const chromium = await loadPlaywright();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    timeout: 60_000,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  page.on("console", (msg) => {
+    const type = msg.type();
+    if (type === "error" || type === "warning") {
+      const loc = msg.location();
+      consoleMessages.push({ type, text: msg.text(), url: loc?.url ?? "", line: loc?.lineNumber ?? null });
+    }
+  });
+  page.on("pageerror", (err) => consoleMessages.push({ type: "pageerror", text: String(err && err.stack ? err.stack : err) }));
+  page.on("request", (req) => { if (!local(req.url())) requests.push({ url: req.url(), method: req.method() }); });
+  // nothing leaves the machine, even if the page tried
+  await context.route((u) => !local(u.href), (route) => route.abort("blockedbyclient"));
+
+  const waitRendered = async (what) => {
+    await page.waitForFunction(() => document.body && document.body.hasAttribute("data-rendered"), null, { timeout: 30_000 })
+      .catch(() => fail(`${what}: page never set body[data-rendered]`));
+    const r = await page.evaluate(() => document.body.getAttribute("data-rendered"));
+    if (r !== "ok") fail(`${what}: body[data-rendered] is ${JSON.stringify(r)}, expected "ok"`);
+  };
+  const kindOf = () => page.evaluate(() => (window.EPISTORE_PAGE && window.EPISTORE_PAGE.kind) || null);
+
+  const t0 = Date.now();
+  await page.goto(url, { waitUntil: "load", timeout: 60_000 });
+  if (mode !== "navigate") await waitRendered(mode);
+  const loadWallMs = Date.now() - t0;
+
+  if (mode === "episode") result = await checkEpisode(page);
+  else if (mode === "list") result = await checkList(page);
+  else if (mode === "index") result = await checkIndex(page);
+  else if (mode === "navigate") result = await checkNavigate(page, url, waitRendered, kindOf);
+  else result = await checkTiming(page, loadWallMs);
+
+  if (mode !== "navigate" && mode !== "timing" && result.kind !== mode) fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected ${JSON.stringify(mode)}`);
+  if (mode === "timing" && result.kind !== "episode") fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected "episode"`);
+
+  // text that should never leak from a template
+  const bodyText = await page.evaluate(() => document.body.innerText);
+  for (const bad of ["undefined", "NaN", "[object Object]", "EPISTORE_PAGE_"]) {
+    if (bodyText.includes(bad)) fail(`page text contains ${JSON.stringify(bad)}`);
+  }
+
+  await page.screenshot({ path: shotPath, fullPage: true });
+  await context.close();
+} catch (e) {
+  if (browser) await browser.close().catch(() => {});
+  process.stderr.write(`check_page: ERROR: ${e && e.stack ? e.stack : e}\n`);
+  process.exit(1);
+}
+await browser.close().catch(() => {});
+
+result = { ok: false, mode, ...result, console: consoleMessages, requests, failures, screenshot: shotPath };
+result.ok = consoleMessages.length === 0 && requests.length === 0 && failures.length === 0;
+process.stdout.write(JSON.stringify(result, null, 2) + "\n");
+if (!result.ok) {
+  process.stderr.write("check_page: FAIL:\n" +
+    [...consoleMessages.map((m) => `console ${m.type}: ${m.text}`), ...requests.map((r) => `request: ${r.method} ${r.url}`), ...failures]
+      .map((s) => `  - ${s}\n`).join(""));
+  process.exit(1);
+}
+process.stderr.write(`check_page: OK (${mode})\n`);
+
+// =====================================================================================
+// modes
+// =====================================================================================
+
+async function checkEpisode(page) {
+  const out = await page.evaluate(() => {
+    const text = (n) => (n ? n.innerText.replace(/\s+/g, " ").trim() : null);
+    const D = window.EPISTORE_PAGE || {};
+    // verdicts: the value shown in each data-field element (its .val child when it has one);
+    // verdicts_text: the element's whole text (caption, value, notes)
+    const verdicts = {}, verdicts_text = {};
+    for (const f of ["claim", "posture", "admission", "correct", "label"]) {
+      const n = document.querySelector(`#verdicts [data-field="${f}"]`);
+      verdicts[f] = n ? (n.querySelector(".val") ? n.querySelector(".val").textContent.replace(/\s+/g, " ").trim() : text(n)) : null;
+      verdicts_text[f] = text(n);
+    }
+    const checks = [...document.querySelectorAll("#checks tr.check-row")].map((tr) => ({
+      check_id: tr.getAttribute("data-check-id") || text(tr.cells[1]),
+      state: tr.getAttribute("data-state"),
+      result: tr.getAttribute("data-result") || null,
+      bound: tr.hasAttribute("data-bound") ? Number(tr.getAttribute("data-bound")) : null,
+    }));
+    const oracle = [...document.querySelectorAll('#timeline .mark[data-lane="oracle"]')].map((g) => ({
+      seq: Number(g.getAttribute("data-seq")),
+      result: g.getAttribute("data-result"),
+      revision: g.hasAttribute("data-bound") ? Number(g.getAttribute("data-bound")) : Number(g.getAttribute("data-revision")),
+      text: (() => { const l = g.querySelector(".mark-label"); return l ? (l.getAttribute("data-full") || l.textContent).trim() : g.textContent.trim(); })(),
+    }));
+    const artifacts = [...document.querySelectorAll("#artifacts tbody tr.artifact-row")].map((tr) => ({
+      path: tr.getAttribute("data-path"),
+      size: text(tr.cells[1]),
+      content: text(tr.cells[2]),
+    }));
+    return {
+      kind: D.kind ?? null,
+      title: document.title,
+      bands: document.querySelectorAll("#timeline .band").length,
+      band_labels: [...document.querySelectorAll("#timeline .band")].map((b) => (b.querySelector(".band-label") || b).textContent.trim()),
+      verdicts,
+      verdicts_text,
+      checks,
+      marks: document.querySelectorAll("#timeline .mark").length,
+      oracle,
+      summary: text(document.getElementById("evidence-summary")),
+      disagreement: text(document.getElementById("verdict-disagreement")),
+      patch_lines: document.querySelectorAll("#patch .diff-line").length,
+      artifacts,
+      checks_total: (() => { const t = document.getElementById("checks"); return t && t.hasAttribute("data-rows-total") ? Number(t.getAttribute("data-rows-total")) : document.querySelectorAll("#checks tr.check-row").length; })(),
+      reports: document.querySelectorAll("#reports .report").length,
+      attempts_rows: document.querySelectorAll("#attempts tbody tr:not(.empty-row)").length,
+      same_task_rows: document.querySelectorAll("#same-task tbody tr:not(.empty-row)").length,
+      _want: {
+        bands: (typeof D.final_revision === "number" ? D.final_revision : 0) + 1,
+        checks: D.traces && Array.isArray(D.traces.checks) ? D.traces.checks.length : 0,
+      },
+      _hooks: ["#verdicts", "#timeline", "#details", "#checks", "#patch", "#reports", "#artifacts", "#attempts", "#same-task"]
+        .filter((s) => !document.querySelector(s)),
+    };
+  });
+  const want = out._want;
+  delete out._want;
+  if (out._hooks.length) fail(`missing test hooks: ${out._hooks.join(", ")}`);
+  delete out._hooks;
+  if (out.bands !== want.bands) fail(`${out.bands} .band, expected final_revision + 1 = ${want.bands}`);
+  // the table may display only its first rows (data-rows-total says how many it holds)
+  if (out.checks_total !== want.checks) fail(`#checks holds ${out.checks_total} rows, DATA has ${want.checks} checks`);
+  if (out.checks.length > want.checks || (want.checks && !out.checks.length)) fail(`#checks displays ${out.checks.length} of ${want.checks} checks`);
+
+  // click the first check mark (agent/human lane; else the oracle lane) and read #details
+  const mark = (await page.$('#timeline .mark[data-lane="checks"]')) || (await page.$('#timeline .mark[data-lane="oracle"]'));
+  if (mark) {
+    await mark.click();
+    await page.waitForFunction(() => {
+      const d = document.getElementById("details");
+      return d && d.hasAttribute("data-seq");
+    }, null, { timeout: 5_000 }).catch(() => fail("#details did not fill after clicking a check mark"));
+    out.details = await page.evaluate(() => document.getElementById("details").innerText.replace(/[ \t]+/g, " ").trim());
+  } else {
+    out.details = null;
+  }
+  return out;
+}
+
+async function checkList(page) {
+  const state = () => page.evaluate(() => {
+    const rows = [...document.querySelectorAll("#episodes tr.episode-row")];
+    return {
+      ids: rows.map((r) => r.getAttribute("data-id")),
+      visible: rows.filter((r) => !r.hidden && r.offsetParent !== null).length,
+      shown: (document.getElementById("shown-count") || {}).textContent ?? null,
+    };
+  });
+  const kind = await page.evaluate(() => (window.EPISTORE_PAGE && window.EPISTORE_PAGE.kind) || null);
+  const want = await page.evaluate(() => (window.EPISTORE_PAGE && Array.isArray(window.EPISTORE_PAGE.rows) ? window.EPISTORE_PAGE.rows.length : 0));
+  const total = await page.evaluate(() => { const t = document.getElementById("episodes"); return t && t.hasAttribute("data-rows-total") ? Number(t.getAttribute("data-rows-total")) : null; });
+  const s0 = await state();
+  // all rows, unless the table displays only its first ones (data-rows-total says how many it holds)
+  if ((total ?? s0.ids.length) !== want || s0.ids.length > want || (want && !s0.ids.length)) fail(`#episodes has ${s0.ids.length} rows (holds ${total}), DATA has ${want}`);
+  if (!(await page.$("#shown-count"))) fail("no #shown-count");
+
+  // sort: click the "model" header (else the second header) and read that column
+  let sorted_ok = null, sort_key = null;
+  const th = (await page.$('#episodes thead th[data-key="model"]')) || (await page.$("#episodes thead th:nth-child(2)"));
+  if (th && s0.ids.length) {
+    sort_key = await th.getAttribute("data-key");
+    const col = await th.evaluate((t) => [...t.parentNode.children].indexOf(t));
+    const colValues = () => page.$$eval("#episodes tbody tr.episode-row", (trs, c) => trs.map((tr) => tr.cells[c].textContent.trim()), col);
+    await th.click();
+    const v1 = await colValues();
+    const ids1 = (await state()).ids;
+    await th.click();
+    const v2 = await colValues();
+    const dir1 = direction(v1), dir2 = direction(v2);
+    sorted_ok = !!dir1 && !!dir2 && (new Set(v1).size < 2 || dir1 !== dir2 || ids1.join() !== s0.ids.join());
+    if (!sorted_ok) fail(`clicking the ${sort_key} header did not sort the rows: ${JSON.stringify(v1)} then ${JSON.stringify(v2)}`);
+  }
+
+  // filter by the first row's id
+  let filtered = null;
+  const input = await page.$("#filter") || await page.$('input[type="search"]');
+  if (input && s0.ids.length) {
+    await input.fill("");
+    await input.type(s0.ids[0]);
+    const s1 = await state();
+    filtered = s1.visible;
+    if (filtered < 1) fail(`filtering by ${s0.ids[0]} hid every row`);
+    if (!String(s1.shown).startsWith(`${filtered} of`)) fail(`#shown-count says ${JSON.stringify(s1.shown)} with ${filtered} rows visible`);
+    await input.fill("");
+    await page.evaluate(() => document.getElementById("filter") && document.getElementById("filter").dispatchEvent(new Event("input")));
+  }
+  return { kind, title: await page.title(), rows: s0.ids.length, shown: s0.shown, ids: s0.ids, sort_key, sorted_ok, filtered };
+}
+
+async function checkIndex(page) {
+  const out = await page.evaluate(() => {
+    const D = window.EPISTORE_PAGE || {};
+    const body = (id) => document.querySelectorAll(`#${id} tbody tr:not(.empty-row)`).length;
+    return {
+      kind: D.kind ?? null,
+      title: document.title,
+      headline_rows: body("headline"),
+      cells_rows: body("cells"),
+      leaderboards_rows: body("leaderboards"),
+      // one per #cells row that links somewhere: the row's first link
+      cell_links: [...document.querySelectorAll("#cells tbody tr")].map((tr) => tr.querySelector("a[href]")).filter(Boolean).map((a) => a.getAttribute("href")),
+      _want: { cells: Array.isArray(D.cells) ? D.cells.length : 0, headline: D.headline && Array.isArray(D.headline.rows) ? D.headline.rows.length : 0,
+        leaderboards: Array.isArray(D.leaderboards) ? D.leaderboards.length : 0 },
+    };
+  });
+  const w = out._want;
+  delete out._want;
+  if (out.cells_rows !== w.cells) fail(`#cells has ${out.cells_rows} rows, DATA has ${w.cells}`);
+  if (out.headline_rows !== w.headline) fail(`#headline has ${out.headline_rows} rows, DATA has ${w.headline}`);
+  if (out.leaderboards_rows !== w.leaderboards) fail(`#leaderboards has ${out.leaderboards_rows} rows, DATA has ${w.leaderboards}`);
+  return out;
+}
+
+async function checkNavigate(page, boardUrl, waitRendered, kindOf) {
+  const out = { board_entries: 0, list_rows: null, list_shown: null, episode_kind: null, episode_title: null, episode_bands: null, back_to_board: false };
+  const strip = (u) => u.replace(/#.*$/, "");
+  out.board_entries = await page.$$eval("a.entry-episodes", (as) => as.length);
+  let entry = await page.$("a.entry-episodes");
+  if (!entry) {
+    fail("the leaderboard page has no a.entry-episodes; falling back to the first table link that leaves the page");
+    entry = await page.$('#leaderboard a[href]:not([href^="#"])') || await page.$('a[href$=".html"]');
+  }
+  if (!entry) { fail("no entry link to follow"); return out; }
+  // follow links in this tab
+  await page.evaluate(() => document.querySelectorAll("a[target]").forEach((a) => a.removeAttribute("target")));
+  out.board_href = await entry.getAttribute("href");
+
+  const follow = async (handle, what) => {
+    const before = strip(page.url());
+    await Promise.all([
+      page.waitForURL((u) => strip(u.href) !== before, { waitUntil: "load", timeout: 30_000 }),
+      handle.click(),
+    ]);
+    await waitRendered(what);
+  };
+
+  await follow(entry, "list");
+  out.list_url = page.url();
+  const lk = await kindOf();
+  if (lk !== "list") fail(`the entry link led to a page of kind ${JSON.stringify(lk)}, expected "list"`);
+  out.list_rows = await page.$$eval("#episodes tr.episode-row", (n) => n.length);
+  out.list_shown = await page.evaluate(() => (document.getElementById("shown-count") || {}).textContent ?? null);
+
+  const ep = await page.$("#episodes tr.episode-row a[href]") || await page.$("#episodes a[href]");
+  if (!ep) { fail("the list has no episode link"); return out; }
+  await follow(ep, "episode");
+  out.episode_url = page.url();
+  out.episode_kind = await kindOf();
+  out.episode_title = await page.title();
+  out.episode_bands = await page.$$eval("#timeline .band", (n) => n.length);
+  if (out.episode_kind !== "episode") fail(`the list's first link led to a page of kind ${JSON.stringify(out.episode_kind)}`);
+
+  await page.goBack({ waitUntil: "load" });
+  await page.goBack({ waitUntil: "load" });
+  out.back_to_board = strip(page.url()) === strip(boardUrl) && (await page.$$eval("a.entry-episodes", (as) => as.length)) === out.board_entries;
+  if (!out.back_to_board) fail(`two steps back landed on ${page.url()}, not the board`);
+  return out;
+}
+
+async function checkTiming(page, loadWallMs) {
+  const info = await page.evaluate(() => {
+    const m = performance.getEntriesByName("epistore:rendered")[0];
+    const D = window.EPISTORE_PAGE || {};
+    const tl = document.getElementById("timeline");
+    return {
+      kind: D.kind ?? null,
+      rendered_at_ms: m ? Math.round(m.startTime) : null,
+      script_ms: window.EPISTORE_TIMING ? window.EPISTORE_TIMING.render_ms : null,
+      checks_rows: document.querySelectorAll("#checks tr.check-row").length,
+      checks_total: (() => { const t = document.getElementById("checks"); return t ? Number(t.getAttribute("data-rows-total")) : null; })(),
+      records: tl ? Number(tl.getAttribute("data-records")) : null,
+      virtual: tl ? tl.getAttribute("data-virtual") === "true" : null,
+      marks_at_start: document.querySelectorAll("#timeline .mark").length,
+    };
+  });
+  if (!(await page.$("#timeline .tl-scroll"))) { fail("no #timeline .tl-scroll to scroll"); return { kind: info.kind }; }
+
+  // sweep the timeline to its end one viewport at a time, one frame each
+  const sweep = await page.evaluate(async () => {
+    const sc = document.querySelector("#timeline .tl-scroll");
+    const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+    const t0 = performance.now();
+    let steps = 0, worst = 0;
+    while (sc.scrollLeft + sc.clientWidth < sc.scrollWidth - 1) {
+      const s = performance.now();
+      sc.scrollLeft += sc.clientWidth;
+      await frame();
+      await frame();
+      worst = Math.max(worst, performance.now() - s);
+      steps++;
+      if (steps > 100000) break;
+    }
+    const total = performance.now() - t0;
+    const fs = (window.EPISTORE_TIMING && window.EPISTORE_TIMING.timeline_frames) || null;
+    const marks = document.querySelectorAll("#timeline .mark");
+    const last = marks.length ? Math.max(...[...marks].map((g) => Number(g.getAttribute("data-idx")))) : -1;
+    return { scroll_ms: Math.round(total), steps, draw: fs && { frames: fs.frames, avg_ms: Math.round(fs.total_ms / Math.max(1, fs.frames) * 100) / 100, max_ms: Math.round(fs.max_ms * 10) / 10 }, max_step_ms: Math.round(worst * 10) / 10, marks_in_dom: marks.length, last_idx: last, width: sc.scrollWidth };
+  });
+  // jump back to the start and measure until the first mark is drawn
+  const jump = await page.evaluate(async () => {
+    const sc = document.querySelector("#timeline .tl-scroll");
+    const t0 = performance.now();
+    sc.scrollLeft = 0;
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())));
+    return { jump_ms: Math.round((performance.now() - t0) * 10) / 10, first_drawn: !!document.querySelector('#timeline .mark[data-idx="0"]') };
+  });
+  // click a mark and time the details panel
+  const t = Date.now();
+  const mk = await page.$("#timeline .mark");
+  if (mk) await mk.click();
+  const click_ms = Date.now() - t;
+  if (info.records && sweep.last_idx !== info.records - 1) fail(`after scrolling to the end the last drawn record is #${sweep.last_idx}, expected #${info.records - 1}`);
+  if (info.virtual && sweep.marks_in_dom >= info.records) fail("virtualised timeline keeps every mark in the DOM");
+  if (!jump.first_drawn) fail("jumping back to the start did not redraw the first record");
+  return {
+    kind: info.kind,
+    records: info.records,
+    virtual: info.virtual,
+    marks_in_dom: sweep.marks_in_dom,
+    render_ms: info.rendered_at_ms ?? loadWallMs,
+    script_ms: info.script_ms,
+    load_wall_ms: loadWallMs,
+    scroll_ms: sweep.scroll_ms,
+    scroll_steps: sweep.steps,
+    scroll_step_avg_ms: Math.round(sweep.scroll_ms / Math.max(1, sweep.steps) * 10) / 10,
+    max_step_ms: sweep.max_step_ms,
+    draw_per_frame: sweep.draw,
+    checks_rows_displayed: info.checks_rows,
+    checks_rows_total: info.checks_total,
+    jump_ms: jump.jump_ms,
+    click_ms,
+    timeline_width_px: sweep.width,
+  };
+}
+
+// "asc" / "desc" / null for a column of cell texts ("—" = null, always last)
+function direction(vals) {
+  const isNull = (v) => v === "" || v === "\u2014";
+  const nums = vals.filter((v) => !isNull(v)).every((v) => /^-?[\d,]*\.?\d+$/.test(v));
+  const cmp = (a, b) => nums ? Number(a.replace(/,/g, "")) - Number(b.replace(/,/g, ""))
+    : a.localeCompare(b, undefined, { numeric: true, sensitivity: "base" });
+  const mono = (dir) => {
+    let seenNull = false, prev = null;
+    for (const v of vals) {
+      if (isNull(v)) { seenNull = true; continue; }
+      if (seenNull) return false;
+      if (prev !== null && cmp(v, prev) * dir < 0) return false;
+      prev = v;
+    }
+    return true;
+  };
+  return mono(1) ? "asc" : mono(-1) ? "desc" : null;
+}
