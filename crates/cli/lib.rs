@@ -1,0 +1,488 @@
+//! `epistore`: the command line over an epistore store. A library so that the same
+//! command line ships inside the Python package (`epistore` on its PATH) as well as
+//! the `epistore` binary (`main.rs`).
+
+mod commands;
+mod import;
+mod publish;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Examples:
+  epistore import ~/.claude/projects                 # the logs agents write: Inspect, Claude Code,
+                                                     # Codex, SWE-agent, mini-SWE-agent, OpenHands, aider
+  epistore metrics --by source_format               # metrics of what was imported
+  epistore ingest datasets/login-validation          # add packages (folders, archives)
+  epistore ls                                        # episodes by cell (model, harness level, task)
+  epistore sql \"SELECT harness_level, posture, has_verification FROM episodes ORDER BY 1\"
+  epistore sql --format json \"SELECT * FROM episodes\" # NULL stays null
+  epistore metrics --by model,harness_level          # the headline metrics, pooled
+  epistore metrics --by model --ci                   # with task-cluster bootstrap intervals
+  epistore export --table episodes --format parquet --out episodes.parquet
+  epistore export --all --out export/                # every table and view, hive-partitioned
+  epistore serve --addr 127.0.0.1:50051              # Arrow Flight SQL for notebooks (ADBC)
+  epistore leaderboard --metric avs_rate --format html --out board.html
+  epistore compare --metric sound_completion --by model   # paired tests, Holm-adjusted
+  epistore sql \"SELECT * FROM cell_metrics\"          # every metric per cell
+  epistore sql                                       # interactive SQL shell
+  epistore show 3fa9                                 # an episode by id prefix
+  epistore show 3fa9 --format html --out ep.html     # its timeline: revisions, checks, freshness
+  epistore ui                                        # browse cells, boards, episodes at :8765
+  epistore leaderboard --metric sound_completion --format html --out site/ --with-episodes
+  epistore export-package 3fa9 /tmp/out              # the package back out, byte-identical
+  epistore verify                                    # re-hash every blob, check every index
+  epistore synth --episodes 10000 --out /tmp/pop     # a realistic synthetic population
+
+The store lives in --store DIR, else $EPISTORE_STORE, else ./.epistore; `ingest`
+creates it. Any number of readers may run while one `ingest` writes.";
+
+#[derive(Parser)]
+#[command(name = "epistore", version, about = "Embedded trace store and SQL engine for coding-agent episode packages", after_help = AFTER_HELP)]
+struct Cli {
+    /// Store directory.
+    #[arg(long, global = true, env = "EPISTORE_STORE", default_value = ".epistore")]
+    store: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Csv,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Add episode packages to the store (created on first use).
+    ///
+    /// PATH is a package directory (it holds manifest.json), a .tar/.tar.gz/.tar.zst
+    /// archive of packages, or any folder, searched recursively for both. Valid packages
+    /// go in even when others are rejected; a package already stored is skipped. Exits
+    /// 1 when any package was rejected, naming its file, line and field.
+    Ingest {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Summary format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Sources prepared and committed per write transaction.
+        #[arg(long, default_value_t = 512, hide_short_help = true)]
+        chunk: usize,
+    },
+    /// Import the logs agent tools write: Inspect AI (.eval, .json), Claude Code
+    /// (~/.claude/projects, stream-json), Codex (rollouts, exec --json), SWE-agent
+    /// (.traj, all_preds.jsonl), mini-SWE-agent (.traj.json), OpenHands (trajectories,
+    /// output.jsonl), aider (.aider.chat.history.md) and SWE-bench reports.
+    ///
+    /// Each file's format is detected from its content; folders are walked. Every run
+    /// becomes an episode package (format episode-package/1.1, source files kept under
+    /// artifacts/source/) committed through the normal ingest, or written to --out.
+    /// Importing the same files again adds nothing. Exits 1 when a log was refused,
+    /// naming its file and line; the other logs still go in.
+    Import(import::ImportArgs),
+    /// Run read-only SQL (DataFusion dialect) over the store's tables and metric views.
+    ///
+    /// With QUERY: run it. With --file: run every statement of the file. With neither:
+    /// read statements from standard input, or, on a terminal, start an interactive
+    /// shell (line editing, history in ~/.epistore_history; end statements with `;`).
+    /// Tables: episodes, actions, tools, context, checks, attributions, interventions,
+    /// entropy, requirements, fault_locations. Views: cell_metrics, label_shares,
+    /// posture_shares, revision_correctness, revision_transitions, verifier_stats,
+    /// verifier_pairs, localisation, label_audit, latest_attempts, episode_facts; table
+    /// function verifier_pairs_at(c). Statements that write files or change the catalog
+    /// (COPY, CREATE, INSERT, SET, ...) are refused.
+    Sql {
+        query: Option<String>,
+        /// Run the statements of this file.
+        #[arg(long, short, conflicts_with = "query")]
+        file: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+    /// The headline population metrics (metrics-v1 A-C), pooled over the chosen keys.
+    ///
+    /// Every ratio is a sum of numerators over a sum of denominators (never a mean of
+    /// ratios); a zero denominator prints as NULL. The SQL is queries/cell_metrics.sql
+    /// regrouped: run `epistore metrics --show-sql` to see it.
+    Metrics {
+        /// Comma-separated keys to pool over: model, harness_level, task, cluster.
+        /// Empty (`--by ''`) pools the whole store.
+        #[arg(long, default_value = "model,harness_level")]
+        by: String,
+        /// Only episodes matching this SQL condition on episode_facts columns
+        /// (model, harness_level, task, cluster, label, posture, seed, attempt, ...).
+        #[arg(long = "where")]
+        filter: Option<String>,
+        /// Every metric column, not only the headline ones.
+        #[arg(long)]
+        all: bool,
+        /// Print the SQL instead of running it.
+        #[arg(long)]
+        show_sql: bool,
+        /// 95% task-cluster bootstrap intervals (metrics-v1 G), one row per entry and
+        /// metric. With --all: every metric of sections A to F (shares, revision
+        /// transitions, verifiers, verifier pairs, localisation included).
+        #[arg(long)]
+        ci: bool,
+        #[command(flatten)]
+        bootstrap: BootstrapArgs,
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+    /// Write a table, a view, a query result or everything as files for notebooks and
+    /// other engines (Arrow IPC, Parquet, CSV, JSON Lines).
+    ///
+    /// Streams (memory does not grow with the result), keeps nested and typed columns
+    /// (CSV carries nested values as JSON text), records the schema version and the store
+    /// snapshot in the file metadata (a `.epistore.json` sidecar for CSV and JSON Lines),
+    /// writes beside the target and renames, and never overwrites.
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "query", "all"])))]
+    Export {
+        /// A table or view (`epistore sql "SHOW TABLES"` lists them).
+        #[arg(long)]
+        table: Option<String>,
+        /// A read-only SQL query.
+        #[arg(long)]
+        query: Option<String>,
+        /// Every table and view as a hive-partitioned Parquet dataset with a manifest.
+        #[arg(long)]
+        all: bool,
+        #[arg(long, value_enum, default_value = "parquet")]
+        format: ExportFormatArg,
+        /// The file (or, partitioned and --all, the directory) to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Comma-separated columns: one `column=value/` directory level each.
+        /// --all defaults to model,harness_level (for the tables that have them).
+        #[arg(long)]
+        partition_by: Option<String>,
+        /// No progress on standard error.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Serve the store over Arrow Flight SQL (read-only), for notebooks and BI tools.
+    ///
+    /// Bound to loopback unless told otherwise; a token is required for any other
+    /// address. Clients send `authorization: Bearer TOKEN` (ADBC:
+    /// db_kwargs={"adbc.flight.sql.authorization_header": "Bearer TOKEN"}). Prints
+    /// `listening on grpc://ADDR` once ready; stops on Ctrl-C.
+    Serve {
+        /// Address to bind; port 0 picks a free port (printed).
+        #[arg(long, default_value = "127.0.0.1:50051")]
+        addr: std::net::SocketAddr,
+        /// Token clients must present.
+        #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Memory one query may use, in MiB (operators spill or fail beyond it).
+        #[arg(long, default_value_t = 2048)]
+        memory_limit_mib: usize,
+        /// Time one query may take, in seconds (planning and streaming).
+        #[arg(long, default_value_t = 300)]
+        query_timeout_secs: u64,
+    },
+    /// Rank entries on one metric with intervals, paired tests and tie groups.
+    ///
+    /// Each entry gets its pooled value, a 95% percentile bootstrap interval over task
+    /// clusters, a paired sign-flip test against the entry ranked above (Holm-adjusted
+    /// over the board) and a tie group, plus the episode ids behind its score. The HTML
+    /// format is one self-contained page with a sortable table and charts.
+    Leaderboard {
+        #[command(flatten)]
+        entries: EntriesArgs,
+        #[arg(long, value_enum, default_value = "md")]
+        format: BoardFormat,
+        /// Write here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override which way the metric is better.
+        #[arg(long, value_enum)]
+        better: Option<Better>,
+        /// Holm-adjusted p-value under which an entry leaves the group of the one above.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        #[command(flatten)]
+        bootstrap: BootstrapArgs,
+        #[command(flatten)]
+        publish: PublishArgs,
+    },
+    /// Browse the store in a web browser: a read-only local server of the viewer's
+    /// pages (index of cells and headline metrics -> leaderboards -> an entry's
+    /// episodes -> an episode's timeline).
+    ///
+    /// Bound to loopback unless told otherwise; any other address needs --token (open
+    /// http://ADDR/?token=TOKEN once; the browser keeps a cookie). GET only. Prints
+    /// `listening on http://ADDR` once ready; stops on Ctrl-C.
+    Ui {
+        /// Address to bind; port 0 picks a free port (printed).
+        #[arg(long, default_value = "127.0.0.1:8765")]
+        addr: std::net::SocketAddr,
+        /// Token a browser must present.
+        #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Requests answered at once (the others wait).
+        #[arg(long, default_value_t = 8)]
+        max_concurrent: usize,
+    },
+    /// Paired comparisons of every pair of entries on one metric (same task clusters),
+    /// Holm-adjusted over the family.
+    Compare {
+        #[command(flatten)]
+        entries: EntriesArgs,
+        #[command(flatten)]
+        bootstrap: BootstrapArgs,
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+    /// List cells (model, harness level, task) with their episode counts.
+    Ls {
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+    /// Show one episode: identity, outcome, derived state, files.
+    ///
+    /// `--format html` writes the episode page: its timeline over the revisions it went
+    /// through (every check marked current or stale), the claim, posture, admission,
+    /// verdict and label side by side, the patch, reports and files.
+    Show {
+        /// Episode id or a unique prefix of it (at least 4 hex digits).
+        episode: String,
+        #[arg(long, value_enum, default_value = "table")]
+        format: ShowFormat,
+        /// Write here instead of standard output (html).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Carry the source logs of an imported episode (artifacts/source/) in the
+        /// page; left out by default, since transcripts can hold secrets.
+        #[arg(long)]
+        with_sources: bool,
+    },
+    /// Write an episode's package into DIR, byte-identical to what was ingested.
+    ExportPackage { episode: String, dir: PathBuf },
+    /// Write a deterministic synthetic population of valid episode packages.
+    ///
+    /// Models x harness levels H0..H3 x tasks in clusters x seeds x attempts, with the
+    /// harness ladder's evidence gradient, forced-revision trajectories with oracle
+    /// verdicts, verifiers with correlated false accepts, interventions, entropy audits
+    /// and shared artifacts. The same arguments always write the same bytes.
+    Synth {
+        #[arg(long)]
+        episodes: usize,
+        /// Write episodes FIRST..FIRST+EPISODES of the population: parts written this
+        /// way (each to its own directory, or ingested) equal one run of all of them.
+        #[arg(long, default_value_t = 0)]
+        first: usize,
+        /// Directory to write the packages to.
+        #[arg(long, required_unless_present = "ingest", conflicts_with = "ingest")]
+        out: Option<PathBuf>,
+        /// Ingest the packages into --store instead of writing files: each is built in
+        /// memory and ingested as if read from its files (for populations whose files
+        /// would not fit on the disk). The limits on file and archive sizes, which guard
+        /// reading untrusted input, are not applied to these generated packages.
+        #[arg(long)]
+        ingest: bool,
+        /// Summary format with --ingest.
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 4)]
+        models: usize,
+        #[arg(long, default_value_t = 50)]
+        tasks: usize,
+        /// Scale of the large tool-output logs (1: 10-200 KB as in real runs; 0.05 for
+        /// million-episode scale tests).
+        #[arg(long, default_value_t = 1.0)]
+        output_scale: f64,
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Give back the free space left in the store file by page allocation.
+    Compact,
+    /// Copy a store written by an older build (format epistore-store/1) into the current
+    /// format. The old file is kept beside it as epistore.redb.format1 until you delete it.
+    Migrate {
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Re-hash every blob and check every index. Exits 0 only when the store is intact.
+    Verify {
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+}
+
+/// What `leaderboard` and `compare` rank: one metric, one entry per value of the keys.
+#[derive(clap::Args, Clone, Debug)]
+pub struct EntriesArgs {
+    /// The metric (a column of cell_metrics, `label_share:LABEL`,
+    /// `posture_share:POSTURE`, repair_rate, verifier_accuracy, phi, top1_all, ...).
+    #[arg(long)]
+    metric: String,
+    /// Comma-separated keys, one entry per value: model, harness_level, task, cluster.
+    #[arg(long, default_value = "model")]
+    by: String,
+    /// Only episodes matching this SQL condition on episode_facts columns.
+    #[arg(long = "where")]
+    filter: Option<String>,
+}
+
+/// A leaderboard published with its episodes (`leaderboard --format html --out DIR
+/// --with-episodes`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct PublishArgs {
+    /// Write a folder: the board (DIR/index.html), each entry's episode list
+    /// (DIR/entries/) and a page per episode (DIR/episodes/), ready to publish.
+    #[arg(long)]
+    with_episodes: bool,
+    /// Episode pages written at most (entries in rank order, each entry's episodes in
+    /// order); the rest are listed without a page.
+    #[arg(long, default_value_t = 2000, requires = "with_episodes")]
+    max_episodes: usize,
+    /// Carry imported episodes' source logs (artifacts/source/) in the pages.
+    #[arg(long, requires = "with_episodes")]
+    with_sources: bool,
+}
+
+/// Bootstrap settings shared by `metrics --ci`, `leaderboard` and `compare`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BootstrapArgs {
+    /// Bootstrap replicates B.
+    #[arg(long, default_value_t = 2000)]
+    replicates: usize,
+    /// Seed of the bootstrap (reported beside the intervals).
+    #[arg(long, default_value_t = epistore_stats::Bootstrap::default().seed)]
+    seed: u64,
+}
+
+impl BootstrapArgs {
+    pub fn settings(&self) -> epistore_stats::Bootstrap {
+        epistore_stats::Bootstrap { replicates: self.replicates, seed: self.seed, ..Default::default() }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    Table,
+    Csv,
+    Json,
+    Html,
+}
+
+impl ShowFormat {
+    fn as_output(self) -> OutputFormat {
+        match self {
+            ShowFormat::Table | ShowFormat::Html => OutputFormat::Table,
+            ShowFormat::Csv => OutputFormat::Csv,
+            ShowFormat::Json => OutputFormat::Json,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BoardFormat {
+    Md,
+    Html,
+    Json,
+    Csv,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExportFormatArg {
+    Arrow,
+    Parquet,
+    Csv,
+    Jsonl,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// Runs the command line on `args` (the first is the program name), as `main` does.
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
+    // `epistore sql ... | head` should end quietly when `head` closes the pipe, as other
+    // Unix tools do, not panic on the failed print. Not for `serve`, whose sockets must
+    // never kill the process.
+    #[cfg(unix)]
+    if !matches!(cli.command, Command::Serve { .. } | Command::Ui { .. }) {
+        // SAFETY: called once at start, before any thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
+    let result = match cli.command {
+        Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
+        Command::Import(args) => import::import(&cli.store, args),
+        Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
+        Command::Metrics { by, filter, all, show_sql, ci, bootstrap, format } => {
+            if ci {
+                commands::metric_intervals(&cli.store, &by, filter.as_deref(), all, &bootstrap.settings(), format)
+            } else {
+                commands::metrics(&cli.store, &by, filter.as_deref(), all, show_sql, format)
+            }
+        }
+        Command::Export { table, query, all, format, out, partition_by, quiet } => {
+            commands::export(&cli.store, table, query, all, format, &out, partition_by.as_deref(), quiet)
+        }
+        Command::Serve { addr, token, memory_limit_mib, query_timeout_secs } => {
+            commands::serve(&cli.store, addr, token, memory_limit_mib, query_timeout_secs)
+        }
+        Command::Leaderboard { entries, format, out, better, alpha, bootstrap, publish } => {
+            let spec = commands::board_spec(entries, &bootstrap, alpha, better);
+            if publish.with_episodes {
+                publish::publish_board(&cli.store, &spec, format, out.as_deref(), &publish)
+            } else {
+                commands::leaderboard(&cli.store, &spec, format, out.as_deref())
+            }
+        }
+        Command::Ui { addr, token, max_concurrent } => publish::ui(&cli.store, addr, token, max_concurrent),
+        Command::Compare { entries, bootstrap, format } => {
+            let spec = commands::board_spec(entries, &bootstrap, 0.05, None);
+            commands::compare(&cli.store, &spec, format)
+        }
+        Command::Ls { format } => commands::ls(&cli.store, format),
+        Command::Show { episode, format: ShowFormat::Html, out, with_sources } => {
+            publish::show_html(&cli.store, &episode, out.as_deref(), with_sources)
+        }
+        Command::Show { episode, format, out: _, with_sources: _ } => {
+            commands::show(&cli.store, &episode, format.as_output())
+        }
+        Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
+        Command::Verify { format } => commands::verify(&cli.store, format),
+        Command::Compact => commands::compact(&cli.store),
+        Command::Migrate { format, quiet } => commands::migrate(&cli.store, format, quiet),
+        Command::Synth { episodes, first, out, ingest: _, format, seed, models, tasks, output_scale, quiet } => {
+            let config =
+                epistore_synth::Config { episodes, first, seed, models, tasks, output_scale, ..Default::default() };
+            match out {
+                Some(out) => commands::synth(&config, &out, quiet),
+                None => commands::synth_ingest(&config, &cli.store, format, quiet),
+            }
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", commands::describe(&e));
+            ExitCode::from(2)
+        }
+    }
+}
