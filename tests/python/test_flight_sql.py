@@ -320,3 +320,152 @@ def test_public_address_without_token_refuses_to_start(epi, tmp_path):
         assert "--token" in out, out
     finally:
         srv.stop()
+
+
+# ------------------------------------------------- the catalog, as a BI tool browses it
+
+# The names a query can use: every table and view of the session (internal `__all_*`
+# tables left out), as `information_schema` lists them.
+def _session_tables(epi) -> dict[str, str]:
+    rows = epi.sql(
+        "SELECT table_name, table_type FROM information_schema.tables "
+        "WHERE table_schema = 'public' AND table_name NOT LIKE '\\_\\_%'"
+    )
+    return {r["table_name"]: ("VIEW" if r["table_type"] == "VIEW" else "TABLE") for r in rows}
+
+
+def epi_version() -> str:
+    out = subprocess.run([epistore_bin(), "--version"], capture_output=True, text=True, check=True).stdout
+    return out.split()[-1]
+
+
+def test_get_info_names_the_server(conn):
+    info = conn.adbc_get_info()
+    assert info["vendor_name"] == "epistore"
+    assert info["vendor_version"] == epi_version()
+
+
+def test_get_table_types(conn):
+    assert sorted(conn.adbc_get_table_types()) == ["TABLE", "VIEW"]
+
+
+@pytest.mark.parametrize("depth", ["catalogs", "db_schemas", "tables", "all"])
+def test_get_objects_at_every_depth(epi, conn, depth):
+    objects = conn.adbc_get_objects(depth=depth).read_all().to_pylist()
+    assert [c["catalog_name"] for c in objects] == ["epistore"]
+    schemas = objects[0]["catalog_db_schemas"]
+    if depth == "catalogs":
+        assert not schemas
+        return
+    assert [s["db_schema_name"] for s in schemas] == ["public"]
+    tables = schemas[0]["db_schema_tables"]
+    if depth == "db_schemas":
+        assert not tables
+        return
+    listed = {t["table_name"]: t["table_type"] for t in tables}
+    assert listed == _session_tables(epi)
+    assert listed["episodes"] == "TABLE" and listed["cell_metrics"] == "VIEW"
+    if depth == "all":
+        columns = {t["table_name"]: [c["column_name"] for c in t["table_columns"]] for t in tables}
+        assert columns["episodes"] == list(epi.sql("SELECT * FROM episodes LIMIT 1")[0])
+        assert "sound_completion" in columns["cell_metrics"]
+
+
+def test_get_objects_filters(epi, conn):
+    objects = conn.adbc_get_objects(depth="tables", table_name_filter="cell\\_%").read_all().to_pylist()
+    names = [t["table_name"] for t in objects[0]["catalog_db_schemas"][0]["db_schema_tables"]]
+    assert names == ["cell_metrics"]
+    objects = conn.adbc_get_objects(depth="tables", table_types_filter=["VIEW"]).read_all().to_pylist()
+    views = {t["table_name"] for t in objects[0]["catalog_db_schemas"][0]["db_schema_tables"]}
+    assert views == {n for n, kind in _session_tables(epi).items() if kind == "VIEW"}
+    objects = conn.adbc_get_objects(depth="tables", db_schema_filter="nope").read_all().to_pylist()
+    assert not objects[0]["catalog_db_schemas"]
+
+
+@pytest.mark.parametrize("name", ["episodes", "checks", "cell_metrics", "verifier_pairs", "episode_facts"])
+def test_get_table_schema_of_tables_and_views(conn, name):
+    schema = conn.adbc_get_table_schema(name)
+    served = query(conn, f"SELECT * FROM {name} LIMIT 0").schema
+    assert [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in served]
+
+
+# ------------------------------------------------- parameters and prepared statements
+
+
+@pytest.mark.parametrize(
+    "sql, params",
+    [
+        ("SELECT count(*) AS n FROM episodes WHERE harness_level = ?", ("H3",)),
+        ("SELECT count(*) AS n FROM episodes WHERE final_revision >= ?", (1,)),
+        ("SELECT count(*) AS n FROM episodes WHERE harness_level = $1 AND final_revision >= $2", ("H3", 0)),
+        ("SELECT count(*) AS n FROM cell_metrics WHERE coalesce(sound_completion, 0) >= ?", (0.5,)),
+        ("SELECT count(*) AS n FROM episodes WHERE has_patch = ?", (True,)),
+    ],
+)
+def test_parameterised_queries(epi, conn, sql, params):
+    """A string, an integer, a float and a boolean parameter, `?` and `$n` spellings:
+    each answers what the statement with the values written in answers."""
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        got = cur.fetchall()[0][0]
+    # The same statement with the values written in, through the CLI.
+    literal = sql
+    for i, value in reversed(list(enumerate(params, 1))):
+        text = f"'{value}'" if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+        literal = literal.replace(f"${i}", text)
+    for value in params:
+        text = f"'{value}'" if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+        literal = literal.replace("?", text, 1)
+    assert got == epi.sql(literal)[0]["n"]
+    assert got > 0, "a parameter that matches nothing proves little"
+
+
+def test_prepared_statement_executed_twice_with_different_parameters(epi, conn):
+    sql = "SELECT episode FROM episodes WHERE harness_level = ? ORDER BY episode"
+    with conn.cursor() as cur:
+        cur.adbc_prepare(sql)
+        cur.execute(sql, ("H0",))
+        h0 = [r[0] for r in cur.fetchall()]
+        cur.execute(sql, ("H2",))
+        h2 = [r[0] for r in cur.fetchall()]
+    assert h0 == [r["episode"] for r in epi.sql("SELECT episode FROM episodes WHERE harness_level = 'H0' ORDER BY episode")]
+    assert h2 == [r["episode"] for r in epi.sql("SELECT episode FROM episodes WHERE harness_level = 'H2' ORDER BY episode")]
+    assert h0 and h2 and h0 != h2
+
+
+def test_prepared_statement_parameter_schema(conn):
+    with conn.cursor() as cur:
+        cur.adbc_prepare("SELECT episode FROM episodes WHERE harness_level = $1 AND final_revision > $2")
+        schema = pa.Schema._import_from_c_capsule(cur.adbc_statement.get_parameter_schema().__arrow_c_schema__())
+    assert schema.names == ["$1", "$2"]
+    assert schema.field("$1").type == pa.string() and schema.field("$2").type == pa.int64()
+
+
+def test_polars_read_database(epi, conn):
+    pl = pytest.importorskip("polars")
+    frame = pl.read_database("SELECT harness_level, posture FROM episodes ORDER BY harness_level, posture", connection=conn)
+    expected = epi.sql("SELECT harness_level, posture FROM episodes ORDER BY harness_level, posture")
+    assert frame.to_dicts() == expected
+
+
+def test_catalog_calls_need_the_token(server):
+    with connect(server.uri, token="wrong") as c, pytest.raises(adbc.Error) as err:
+        c.adbc_get_objects(depth="tables").read_all()
+    assert_unauthenticated(err.value)
+
+
+def test_sqlalchemy_lists_the_tables(epi, server):
+    """A catalog-browsing client beyond ADBC: SQLAlchemy with the Flight SQL dialect of
+    `flightsql-dbapi` (what Superset and notebooks' %sql use)."""
+    sqlalchemy = pytest.importorskip("sqlalchemy")
+    pytest.importorskip("flightsql")
+    host_port = server.uri.removeprefix("grpc://")
+    engine = sqlalchemy.create_engine(f"datafusion://{host_port}?insecure=true&token={TOKEN}")
+    inspector = sqlalchemy.inspect(engine)
+    assert inspector.get_schema_names() == ["public"]
+    assert set(inspector.get_table_names()) | set(inspector.get_view_names()) >= {"episodes", "cell_metrics"}
+    columns = [c["name"] for c in inspector.get_columns("episodes")]
+    assert columns == list(epi.sql("SELECT * FROM episodes LIMIT 1")[0])
+    with engine.connect() as c:
+        n = c.execute(sqlalchemy.text("SELECT count(*) FROM episodes")).scalar()
+    assert n == len(epi.sql("SELECT episode_id FROM episodes"))

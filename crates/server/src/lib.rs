@@ -1,22 +1,28 @@
 //! `epistore serve`: a read-only Arrow Flight SQL endpoint over a store, so notebooks
-//! get Arrow record batches of any table or view over the network (ADBC Flight SQL
-//! driver, `arrow_flight` clients). Statement queries only: catalog calls (GetTables,
-//! ...) and prepared statements answer "unimplemented" (ADBC falls back to statements).
+//! and BI tools get Arrow record batches of any table or view over the network (ADBC
+//! Flight SQL driver, the Flight SQL JDBC/ODBC drivers, `arrow_flight` clients).
 //!
+//! - Statements, prepared statements (`?` or `$1` parameters, bound by DoPut, one
+//!   parameter set per execution) and the catalog calls a browsing client makes first
+//!   (GetSqlInfo, GetCatalogs, GetDbSchemas, GetTables with patterns, types and
+//!   schemas, GetTableTypes; primary, exported and imported keys: none).
 //! - Read-only: statements are planned with DDL, DML and session statements refused
 //!   (no CREATE, INSERT, COPY, SET), and sessions have no URL tables or file-reading
-//!   table functions, so a query cannot read the server's files.
+//!   table functions, so a query cannot read the server's files. Every DoPut that would
+//!   write (updates, bulk ingest) is refused.
 //! - Authentication: with a token, every call must carry `authorization: Bearer TOKEN`
 //!   (or first exchange `Basic any-user:TOKEN` in a Handshake for it). A server bound
 //!   beyond loopback refuses to start without a token.
 //! - Limits: each query runs under a memory pool of its own and a wall-clock deadline
-//!   covering planning and streaming.
+//!   covering planning and streaming; prepared statements open at once are capped.
 //! - Snapshots: each query reads the store's latest committed snapshot; the session
 //!   (tables, views) is rebuilt only when an ingest has committed since the last one.
 //!
-//! The ticket carries the SQL itself, so the server keeps no per-query state between
-//! GetFlightInfo and DoGet.
+//! A statement's ticket carries its SQL, so the server keeps no per-query state between
+//! GetFlightInfo and DoGet; a prepared statement's carries its handle.
 
+mod catalog;
+mod prepared;
 pub mod ui;
 
 use std::net::SocketAddr;
@@ -24,19 +30,33 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow_flight::decode::FlightRecordBatchStream;
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::error::FlightError;
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::sql::server::FlightSqlService;
-use arrow_flight::sql::{CommandStatementQuery, ProstMessageExt, SqlInfo, TicketStatementQuery};
+use arrow_flight::sql::server::PeekableFlightDataStream;
+use arrow_flight::sql::{
+    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult,
+    CommandGetCatalogs, CommandGetDbSchemas, CommandGetExportedKeys, CommandGetImportedKeys, CommandGetPrimaryKeys,
+    CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables, CommandPreparedStatementQuery,
+    CommandPreparedStatementUpdate, CommandStatementIngest, CommandStatementQuery, CommandStatementSubstraitPlan,
+    CommandStatementUpdate, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TicketStatementQuery,
+};
+use arrow_flight::{Action, IpcMessage, SchemaAsIpc};
 use arrow_flight::{FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, Ticket};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine as _;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::ipc::writer::IpcWriteOptions;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::dataframe::DataFrame;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
 use epistore_sql::Engine;
 use epistore_store::Store;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -77,11 +97,17 @@ pub struct EpistoreFlightSql {
     store: Arc<Store>,
     settings: Settings,
     session: Mutex<Option<Arc<Engine>>>,
+    prepared: prepared::Registry,
 }
 
 impl EpistoreFlightSql {
     pub fn new(store: Store, settings: Settings) -> Self {
-        EpistoreFlightSql { store: Arc::new(store), settings, session: Mutex::new(None) }
+        EpistoreFlightSql {
+            store: Arc::new(store),
+            settings,
+            session: Mutex::new(None),
+            prepared: prepared::Registry::default(),
+        }
     }
 
     /// The session for the latest committed snapshot (rebuilt after an ingest).
@@ -117,8 +143,9 @@ impl EpistoreFlightSql {
         }
     }
 
-    /// Plans `sql` read-only; returns the stream and its schema.
-    async fn plan(&self, sql: &str) -> std::result::Result<SendableRecordBatchStream, Status> {
+    /// Plans `sql` read-only, with `parameters` bound to its `$n` placeholders (none:
+    /// left unbound, enough for its schema), in a session of its own.
+    async fn dataframe(&self, sql: &str, parameters: Vec<ScalarValue>) -> std::result::Result<DataFrame, Status> {
         let engine = self.engine().await?;
         // A memory pool of its own for this query: the session's tables and views,
         // this query's limit.
@@ -131,8 +158,112 @@ impl EpistoreFlightSql {
         let df = epistore_sql::statement::plan_read_only(&ctx, sql)
             .await
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if parameters.is_empty() {
+            return Ok(df);
+        }
+        df.with_param_values(parameters).map_err(|e| Status::invalid_argument(e.to_string()))
+    }
+
+    /// Plans `sql` read-only; returns the stream and its schema.
+    async fn plan(
+        &self,
+        sql: &str,
+        parameters: Vec<ScalarValue>,
+    ) -> std::result::Result<SendableRecordBatchStream, Status> {
+        let df = self.dataframe(sql, parameters).await?;
         df.execute_stream().await.map_err(|e| Status::invalid_argument(e.to_string()))
     }
+
+    /// The result of `sql` as a DoGet stream: planning and every batch within the
+    /// query deadline; past it the stream ends in an error.
+    async fn stream(
+        &self,
+        sql: &str,
+        parameters: Vec<ScalarValue>,
+    ) -> std::result::Result<Response<DoGetStream>, Status> {
+        let deadline = tokio::time::Instant::now() + self.settings.query_timeout;
+        let stream = tokio::time::timeout_at(deadline, self.plan(sql, parameters))
+            .await
+            .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
+        let schema = stream.schema();
+        let limited = futures::stream::unfold((stream, false), move |(mut stream, done)| async move {
+            if done {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Ok(Some(Ok(batch))) => Some((Ok(batch), (stream, false))),
+                Ok(Some(Err(e))) => Some((Err(FlightError::ExternalError(Box::new(e))), (stream, true))),
+                Ok(None) => None,
+                Err(_) => Some((
+                    Err(FlightError::Tonic(Box::new(Status::deadline_exceeded("query exceeded the time limit")))),
+                    (stream, true),
+                )),
+            }
+        });
+        let encoded = FlightDataEncoderBuilder::new().with_schema(schema).build(limited).map_err(Status::from);
+        Ok(Response::new(Box::pin(encoded)))
+    }
+
+    /// The session's tables and views, as the catalog calls list them.
+    async fn listed(&self) -> std::result::Result<Vec<catalog::Listed>, Status> {
+        let engine = self.engine().await?;
+        catalog::tables(engine.context()).await.map_err(|e| Status::internal(e.to_string()))
+    }
+}
+
+type DoGetStream = <EpistoreFlightSql as FlightService>::DoGetStream;
+
+/// The FlightInfo of a catalog call: its schema, and a ticket that is the command
+/// itself (the answer is computed at DoGet).
+fn metadata_info(
+    command: impl ProstMessageExt,
+    schema: &Schema,
+    descriptor: FlightDescriptor,
+) -> std::result::Result<Response<FlightInfo>, Status> {
+    let ticket = Ticket::new(command.as_any().encode_to_vec());
+    let info = FlightInfo::new()
+        .try_with_schema(schema)
+        .map_err(|e| Status::internal(e.to_string()))?
+        .with_endpoint(FlightEndpoint::new().with_ticket(ticket))
+        .with_descriptor(descriptor);
+    Ok(Response::new(info))
+}
+
+/// One batch as a DoGet stream.
+fn one_batch(batch: std::result::Result<RecordBatch, FlightError>) -> Response<DoGetStream> {
+    let schema = batch.as_ref().map(|b| b.schema()).ok();
+    let mut builder = FlightDataEncoderBuilder::new();
+    if let Some(schema) = schema {
+        builder = builder.with_schema(schema);
+    }
+    Response::new(Box::pin(builder.build(futures::stream::once(async { batch })).map_err(Status::from)))
+}
+
+/// A schema as the IPC message Flight SQL carries in prepared-statement results.
+fn schema_bytes(schema: &Schema) -> std::result::Result<prost::bytes::Bytes, Status> {
+    let IpcMessage(bytes) = SchemaAsIpc::new(schema, &IpcWriteOptions::default())
+        .try_into()
+        .map_err(|e: datafusion::arrow::error::ArrowError| Status::internal(e.to_string()))?;
+    Ok(bytes)
+}
+
+/// The parameters of a planned statement, `$1`, `$2`, ... in order, typed where the
+/// planner could infer a type (otherwise Null: any value is accepted).
+fn parameter_schema(df: &DataFrame) -> std::result::Result<SchemaRef, Status> {
+    let types = df.logical_plan().get_parameter_types().map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let mut names: Vec<(usize, String, Option<DataType>)> = types
+        .into_iter()
+        .map(|(name, ty)| (name.trim_start_matches('$').parse().unwrap_or(usize::MAX), name, ty))
+        .collect();
+    names.sort();
+    Ok(Arc::new(Schema::new(
+        names.into_iter().map(|(_, name, ty)| Field::new(name, ty.unwrap_or(DataType::Null), true)).collect::<Vec<_>>(),
+    )))
+}
+
+/// What every call that would write hears.
+fn read_only(what: &str) -> Status {
+    Status::permission_denied(format!("{what} refused: this server is read-only (epistore serve answers queries only)"))
 }
 
 /// Compares secrets in time independent of where they differ.
@@ -192,7 +323,7 @@ impl FlightSqlService for EpistoreFlightSql {
         self.check_token(&request)?;
         // Planning checks the statement (read-only, known tables) before a ticket is
         // handed out; execution waits for DoGet.
-        let stream = tokio::time::timeout(self.settings.query_timeout, self.plan(&query.query))
+        let stream = tokio::time::timeout(self.settings.query_timeout, self.plan(&query.query, vec![]))
             .await
             .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
         let schema = stream.schema();
@@ -215,28 +346,289 @@ impl FlightSqlService for EpistoreFlightSql {
         self.check_token(&request)?;
         let sql =
             String::from_utf8(ticket.statement_handle.to_vec()).map_err(|_| Status::invalid_argument("bad ticket"))?;
-        let deadline = tokio::time::Instant::now() + self.settings.query_timeout;
-        let stream = tokio::time::timeout_at(deadline, self.plan(&sql))
+        self.stream(&sql, vec![]).await
+    }
+
+    // --- prepared statements ---
+
+    async fn do_action_create_prepared_statement(
+        &self,
+        query: ActionCreatePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> std::result::Result<ActionCreatePreparedStatementResult, Status> {
+        self.check_token(&request)?;
+        let df = tokio::time::timeout(self.settings.query_timeout, self.dataframe(&query.query, vec![]))
             .await
             .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
-        let schema = stream.schema();
-        // Every batch must arrive before the deadline; past it the stream ends in an error.
-        let limited = futures::stream::unfold((stream, false), move |(mut stream, done)| async move {
-            if done {
-                return None;
-            }
-            match tokio::time::timeout_at(deadline, stream.next()).await {
-                Ok(Some(Ok(batch))) => Some((Ok(batch), (stream, false))),
-                Ok(Some(Err(e))) => Some((Err(FlightError::ExternalError(Box::new(e))), (stream, true))),
-                Ok(None) => None,
-                Err(_) => Some((
-                    Err(FlightError::Tonic(Box::new(Status::deadline_exceeded("query exceeded the time limit")))),
-                    (stream, true),
-                )),
-            }
-        });
-        let encoded = FlightDataEncoderBuilder::new().with_schema(schema).build(limited).map_err(Status::from);
-        Ok(Response::new(Box::pin(encoded)))
+        let dataset_schema = schema_bytes(df.schema().as_arrow())?;
+        let parameter_schema = schema_bytes(parameter_schema(&df)?.as_ref())?;
+        let handle = self.prepared.create(query.query).await?;
+        Ok(ActionCreatePreparedStatementResult {
+            prepared_statement_handle: handle.into(),
+            dataset_schema,
+            parameter_schema,
+        })
+    }
+
+    async fn do_put_prepared_statement_query(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<PeekableFlightDataStream>,
+    ) -> std::result::Result<DoPutPreparedStatementResult, Status> {
+        self.check_token(&request)?;
+        let stream = FlightRecordBatchStream::new_from_flight_data(request.into_inner().map_err(FlightError::from));
+        let batches: Vec<RecordBatch> =
+            stream.try_collect().await.map_err(|e| Status::invalid_argument(e.to_string()))?;
+        self.prepared.bind(&query.prepared_statement_handle, &batches).await?;
+        Ok(DoPutPreparedStatementResult { prepared_statement_handle: Some(query.prepared_statement_handle) })
+    }
+
+    async fn get_flight_info_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        let prepared = self.prepared.get(&query.prepared_statement_handle).await?;
+        let df = tokio::time::timeout(self.settings.query_timeout, self.dataframe(&prepared.sql, prepared.parameters))
+            .await
+            .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
+        let schema = df.schema().as_arrow().clone();
+        let ticket = Ticket::new(query.as_any().encode_to_vec());
+        let info = FlightInfo::new()
+            .try_with_schema(&schema)
+            .map_err(|e| Status::internal(e.to_string()))?
+            .with_endpoint(FlightEndpoint::new().with_ticket(ticket))
+            .with_descriptor(request.into_inner())
+            .with_ordered(true);
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        let prepared = self.prepared.get(&query.prepared_statement_handle).await?;
+        self.stream(&prepared.sql, prepared.parameters).await
+    }
+
+    async fn do_action_close_prepared_statement(
+        &self,
+        query: ActionClosePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> std::result::Result<(), Status> {
+        self.check_token(&request)?;
+        self.prepared.close(&query.prepared_statement_handle).await;
+        Ok(())
+    }
+
+    // --- the catalog ---
+
+    async fn get_flight_info_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        let schema = query.clone().into_builder(&catalog::SQL_INFO).schema();
+        metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        Ok(one_batch(query.into_builder(&catalog::SQL_INFO).build()))
+    }
+
+    async fn get_flight_info_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        let schema = query.into_builder().schema();
+        metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        let engine = self.engine().await?;
+        let mut builder = query.into_builder();
+        let mut names: Vec<String> = catalog::schemas(engine.context()).into_iter().map(|(c, _)| c).collect();
+        names.dedup();
+        for name in names {
+            builder.append(name);
+        }
+        Ok(one_batch(builder.build()))
+    }
+
+    async fn get_flight_info_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        let schema = query.clone().into_builder().schema();
+        metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        let engine = self.engine().await?;
+        let mut builder = query.into_builder();
+        for (catalog_name, schema_name) in catalog::schemas(engine.context()) {
+            builder.append(catalog_name, schema_name);
+        }
+        Ok(one_batch(builder.build()))
+    }
+
+    async fn get_flight_info_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        let schema = query.clone().into_builder().schema();
+        metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        let mut builder = query.into_builder();
+        for t in self.listed().await? {
+            builder.append(&t.catalog, &t.schema, &t.table, t.kind, &t.arrow_schema).map_err(Status::from)?;
+        }
+        Ok(one_batch(builder.build()))
+    }
+
+    async fn get_flight_info_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        let schema = query.into_builder().schema();
+        metadata_info(query, &schema, request.into_inner())
+    }
+
+    async fn do_get_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        let mut builder = query.into_builder();
+        for kind in catalog::TABLE_TYPES {
+            builder.append(kind);
+        }
+        Ok(one_batch(builder.build()))
+    }
+
+    // Keys: the store's tables have none declared; each answers an empty list.
+
+    async fn get_flight_info_primary_keys(
+        &self,
+        query: CommandGetPrimaryKeys,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        metadata_info(query, &primary_keys_schema(), request.into_inner())
+    }
+
+    async fn do_get_primary_keys(
+        &self,
+        _query: CommandGetPrimaryKeys,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        Ok(one_batch(Ok(RecordBatch::new_empty(Arc::new(primary_keys_schema())))))
+    }
+
+    async fn get_flight_info_exported_keys(
+        &self,
+        query: CommandGetExportedKeys,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        metadata_info(query, &foreign_keys_schema(), request.into_inner())
+    }
+
+    async fn do_get_exported_keys(
+        &self,
+        _query: CommandGetExportedKeys,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        Ok(one_batch(Ok(RecordBatch::new_empty(Arc::new(foreign_keys_schema())))))
+    }
+
+    async fn get_flight_info_imported_keys(
+        &self,
+        query: CommandGetImportedKeys,
+        request: Request<FlightDescriptor>,
+    ) -> std::result::Result<Response<FlightInfo>, Status> {
+        self.check_token(&request)?;
+        metadata_info(query, &foreign_keys_schema(), request.into_inner())
+    }
+
+    async fn do_get_imported_keys(
+        &self,
+        _query: CommandGetImportedKeys,
+        request: Request<Ticket>,
+    ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.check_token(&request)?;
+        Ok(one_batch(Ok(RecordBatch::new_empty(Arc::new(foreign_keys_schema())))))
+    }
+
+    // --- writes: refused ---
+
+    async fn do_put_statement_update(
+        &self,
+        _query: CommandStatementUpdate,
+        _request: Request<PeekableFlightDataStream>,
+    ) -> std::result::Result<i64, Status> {
+        Err(read_only("an update statement"))
+    }
+
+    async fn do_put_statement_ingest(
+        &self,
+        _query: CommandStatementIngest,
+        _request: Request<PeekableFlightDataStream>,
+    ) -> std::result::Result<i64, Status> {
+        Err(read_only("bulk ingestion"))
+    }
+
+    async fn do_put_prepared_statement_update(
+        &self,
+        _query: CommandPreparedStatementUpdate,
+        _request: Request<PeekableFlightDataStream>,
+    ) -> std::result::Result<i64, Status> {
+        Err(read_only("a prepared update"))
+    }
+
+    async fn do_put_substrait_plan(
+        &self,
+        _query: CommandStatementSubstraitPlan,
+        _request: Request<PeekableFlightDataStream>,
+    ) -> std::result::Result<i64, Status> {
+        Err(read_only("a Substrait plan"))
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
@@ -265,4 +657,35 @@ pub async fn serve(
         .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(listener), shutdown)
         .await?;
     Ok(())
+}
+
+/// GetPrimaryKeys' result schema (Flight SQL).
+fn primary_keys_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("catalog_name", DataType::Utf8, true),
+        Field::new("db_schema_name", DataType::Utf8, true),
+        Field::new("table_name", DataType::Utf8, false),
+        Field::new("column_name", DataType::Utf8, false),
+        Field::new("key_name", DataType::Utf8, true),
+        Field::new("key_sequence", DataType::Int32, false),
+    ])
+}
+
+/// GetExportedKeys' and GetImportedKeys' result schema (Flight SQL).
+fn foreign_keys_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("pk_catalog_name", DataType::Utf8, true),
+        Field::new("pk_db_schema_name", DataType::Utf8, true),
+        Field::new("pk_table_name", DataType::Utf8, false),
+        Field::new("pk_column_name", DataType::Utf8, false),
+        Field::new("fk_catalog_name", DataType::Utf8, true),
+        Field::new("fk_db_schema_name", DataType::Utf8, true),
+        Field::new("fk_table_name", DataType::Utf8, false),
+        Field::new("fk_column_name", DataType::Utf8, false),
+        Field::new("key_sequence", DataType::Int32, false),
+        Field::new("fk_key_name", DataType::Utf8, true),
+        Field::new("pk_key_name", DataType::Utf8, true),
+        Field::new("update_rule", DataType::UInt8, false),
+        Field::new("delete_rule", DataType::UInt8, false),
+    ])
 }

@@ -33,10 +33,12 @@ pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The statement with every bare column name of [`KEYWORD_COLUMNS`] quoted, unless it
-/// starts its clause (`CLUSTER BY`). Strings, comments and quoted names are left as
-/// they are (the tokenizer tells them apart); a statement the tokenizer cannot read is
-/// returned unchanged, for the parser to report.
+/// The statement as DataFusion should read it: every bare column name of
+/// [`KEYWORD_COLUMNS`] quoted, unless it starts its clause (`CLUSTER BY`), and every
+/// `?` parameter (the spelling of JDBC, ODBC and ADBC clients) numbered `$1`, `$2`, ...
+/// in order. Strings, comments and quoted names are left as they are (the tokenizer
+/// tells them apart); a statement the tokenizer cannot read is returned unchanged, for
+/// the parser to report.
 pub fn natural_spelling(sql: &str) -> String {
     let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
         return sql.to_string();
@@ -44,7 +46,13 @@ pub fn natural_spelling(sql: &str) -> String {
     let significant: Vec<usize> =
         (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
     let mut spans = Vec::new();
+    let mut parameters = 0;
     for (k, &i) in significant.iter().enumerate() {
+        if matches!(&tokens[i].token, Token::Placeholder(p) if p == "?") {
+            parameters += 1;
+            spans.push((tokens[i].span.start, tokens[i].span.end, Some(format!("${parameters}"))));
+            continue;
+        }
         let Token::Word(word) = &tokens[i].token else { continue };
         if word.quote_style.is_some() || !KEYWORD_COLUMNS.contains(&word.keyword) {
             continue;
@@ -53,7 +61,7 @@ pub fn natural_spelling(sql: &str) -> String {
         if matches!(next, Some(Token::Word(w)) if w.keyword == Keyword::BY) {
             continue;
         }
-        spans.push((tokens[i].span.start, tokens[i].span.end));
+        spans.push((tokens[i].span.start, tokens[i].span.end, None));
     }
     if spans.is_empty() {
         return sql.to_string();
@@ -61,11 +69,14 @@ pub fn natural_spelling(sql: &str) -> String {
     let offsets = LineOffsets::new(sql);
     let mut out = String::with_capacity(sql.len() + 2 * spans.len());
     let mut at = 0;
-    for (start, end) in spans {
+    for (start, end, replacement) in spans {
         let (start, end) = (offsets.byte(sql, start.line, start.column), offsets.byte(sql, end.line, end.column));
         out.push_str(&sql[at..start]);
-        // Bare names are folded to lower case; the quoted name must be the folded one.
-        out.push_str(&quote_ident(&sql[start..end].to_lowercase()));
+        match replacement {
+            Some(text) => out.push_str(&text),
+            // Bare names are folded to lower case; the quoted name must be the folded one.
+            None => out.push_str(&quote_ident(&sql[start..end].to_lowercase())),
+        }
         at = end;
     }
     out.push_str(&sql[at..]);
@@ -115,5 +126,14 @@ mod tests {
             assert_eq!(natural_spelling(sql), sql);
         }
         assert_eq!(natural_spelling("select 'é', cluster from t"), "select 'é', \"cluster\" from t");
+    }
+
+    #[test]
+    fn question_marks_become_numbered_parameters() {
+        assert_eq!(
+            natural_spelling("select * from t where a = ? and b > ? and c = '?'"),
+            "select * from t where a = $1 and b > $2 and c = '?'"
+        );
+        assert_eq!(natural_spelling("select $1"), "select $1");
     }
 }
