@@ -251,7 +251,7 @@ fn print_result(batches: &[datafusion::arrow::record_batch::RecordBatch], format
 
 pub fn sql(store_dir: &Path, query: Option<String>, file: Option<PathBuf>, format: OutputFormat) -> Result<ExitCode> {
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     let engine = runtime.block_on(Engine::open(&store))?;
     let script = match (query, file) {
         (Some(q), _) => q,
@@ -332,7 +332,7 @@ pub fn metrics(
         return Ok(ExitCode::SUCCESS);
     }
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     let batches = runtime.block_on(async {
         let engine = Engine::open(&store).await?;
         engine.query(&sql).await
@@ -610,7 +610,7 @@ pub fn metric_intervals(
     let metrics: Vec<&str> =
         if all { vec![] } else { epistore_sql::HEADLINE.iter().copied().filter(|m| *m != "episodes").collect() };
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     let intervals = runtime.block_on(async {
         let engine = Engine::open(&store).await?;
         engine.metric_intervals(&metrics, &keys, filter, settings).await
@@ -677,7 +677,7 @@ pub fn leaderboard(
     out: Option<&Path>,
 ) -> Result<ExitCode> {
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     let board = runtime.block_on(async {
         let engine = Engine::open(&store).await?;
         anyhow::Ok(epistore_leaderboard::build(&engine, spec).await?)
@@ -703,7 +703,7 @@ pub fn leaderboard(
 
 pub fn compare(store_dir: &Path, spec: &epistore_leaderboard::Spec, format: OutputFormat) -> Result<ExitCode> {
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     let comparisons = runtime.block_on(async {
         let engine = Engine::open(&store).await?;
         anyhow::Ok(epistore_leaderboard::compare_all(&engine, spec).await?)
@@ -756,7 +756,7 @@ pub fn export(
         ExportFormatArg::Jsonl => ExportFormat::Jsonl,
     };
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     let started = Instant::now();
     let written = runtime.block_on(async {
         let engine = Engine::open(&store).await?;
@@ -817,7 +817,7 @@ pub fn serve(
         anyhow::bail!("refusing to serve on {addr} without --token: only loopback addresses may go without one");
     }
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     runtime.block_on(epistore_server::serve(
         store,
         settings,

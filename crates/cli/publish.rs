@@ -74,7 +74,7 @@ pub fn publish_board(
     anyhow::ensure!(format == BoardFormat::Html, "--with-episodes writes HTML pages: add --format html");
     let out = out.context("--with-episodes writes a folder: give it with --out DIR")?;
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     let mut board = runtime.block_on(async {
         let engine = Engine::open(&store).await?;
         anyhow::Ok(epistore_leaderboard::build(&engine, spec).await?)
@@ -176,7 +176,7 @@ pub fn ui(
         anyhow::bail!("refusing to serve on {addr} without --token: only loopback addresses may go without one");
     }
     let store = open_read(store_dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = epistore_sql::statement::runtime()?;
     runtime.block_on(epistore_server::ui::serve_ui(
         store,
         settings,

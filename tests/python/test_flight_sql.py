@@ -469,3 +469,14 @@ def test_sqlalchemy_lists_the_tables(epi, server):
     with engine.connect() as c:
         n = c.execute(sqlalchemy.text("SELECT count(*) FROM episodes")).scalar()
     assert n == len(epi.sql("SELECT episode_id FROM episodes"))
+
+
+def test_a_statement_too_deep_is_refused_and_the_server_lives(conn):
+    """A 3,000-way UNION ALL once overflowed the server's stack and killed it for every
+    client; now it is refused with the limit it broke."""
+    deep = " UNION ALL ".join(f"SELECT {i} AS a" for i in range(3000))
+    for path in ("query", "prepared"):
+        with pytest.raises(adbc.Error) as err:
+            _run_all_paths(conn, deep, path)
+        assert "statement refused" in str(err.value)
+    assert_alive(conn)

@@ -23,9 +23,96 @@ pub fn read_only() -> SQLOptions {
     SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }
 
-/// Plans a user's statement read-only, after [`natural_spelling`].
+/// Plans a user's statement read-only, after [`natural_spelling`] and within
+/// [`LIMITS`].
 pub async fn plan_read_only(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
+    check_size(sql)?;
     Ok(ctx.sql_with_options(&natural_spelling(sql), read_only()).await?)
+}
+
+/// How big a statement may be. The parser, planner and optimiser recurse over a
+/// statement's tree, so a tree deep enough overflows the stack and aborts the process
+/// (a 3,000-way `UNION ALL`, or `1+1+...` with 20,000 terms, did in a debug build on an
+/// 8 MiB stack). Statements are refused, with what to change, well before that: the
+/// limits hold a tenfold margin over the largest statement the metric views contain
+/// and a fourfold one below the depth that overflowed.
+pub struct Limits {
+    pub bytes: usize,
+    /// UNION, EXCEPT and INTERSECT in one statement.
+    pub set_operations: usize,
+    /// Binary operators (arithmetic, comparison, AND, OR, ||) in one statement.
+    pub operators: usize,
+    /// Parentheses open at once.
+    pub nesting: usize,
+}
+
+pub const LIMITS: Limits = Limits { bytes: 4 << 20, set_operations: 256, operators: 4096, nesting: 64 };
+
+/// The async runtime sessions run on. Its threads get 32 MiB stacks (tokio's default
+/// is 2 MiB): a statement within [`LIMITS`] can need more than 2 MiB to plan in a debug
+/// build, and the stack is address space, committed only as it is used.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(32 << 20).build()
+}
+
+/// Refuses a statement beyond [`LIMITS`], naming the limit.
+pub fn check_size(sql: &str) -> Result<()> {
+    let refuse = |what: String| Err(crate::Error::Usage(format!("statement refused: {what}")));
+    if sql.len() > LIMITS.bytes {
+        return refuse(format!("{} bytes of SQL, more than the {} allowed", sql.len(), LIMITS.bytes));
+    }
+    // A statement the tokenizer cannot read goes on to the parser, which reports it.
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize() else { return Ok(()) };
+    let (mut set_operations, mut operators, mut depth, mut deepest) = (0, 0, 0usize, 0usize);
+    for token in &tokens {
+        match token {
+            Token::Word(w) if w.quote_style.is_none() => match w.keyword {
+                Keyword::UNION | Keyword::EXCEPT | Keyword::INTERSECT => set_operations += 1,
+                Keyword::AND | Keyword::OR => operators += 1,
+                _ => {}
+            },
+            Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::Mod
+            | Token::StringConcat
+            | Token::Eq
+            | Token::Neq
+            | Token::Lt
+            | Token::Gt
+            | Token::LtEq
+            | Token::GtEq => operators += 1,
+            Token::LParen => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::SemiColon => {
+                // Limits are per statement.
+                (set_operations, operators) = (0, 0);
+            }
+            _ => {}
+        }
+        if set_operations > LIMITS.set_operations {
+            return refuse(format!(
+                "more than {} UNION/EXCEPT/INTERSECT in one statement (write the parts to a table with \
+                 `export`, or use fewer, larger SELECTs)",
+                LIMITS.set_operations
+            ));
+        }
+        if operators > LIMITS.operators {
+            return refuse(format!(
+                "more than {} operators in one statement (an expression this long is deeper than the planner can \
+                 walk; use IN (...) lists or aggregate functions instead)",
+                LIMITS.operators
+            ));
+        }
+        if deepest > LIMITS.nesting {
+            return refuse(format!("parentheses nested more than {} deep", LIMITS.nesting));
+        }
+    }
+    Ok(())
 }
 
 /// `"name"`, with inner quotes doubled.
