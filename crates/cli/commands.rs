@@ -64,7 +64,7 @@ pub(crate) fn print_rows(headers: &[&str], rows: &[Vec<Value>], format: OutputFo
                 };
                 table.add_row(row.iter().map(cell).collect::<Vec<_>>());
             }
-            println!("{table}");
+            println!("{}", epistore_sql::printable(&table.to_string()));
         }
         OutputFormat::Csv => {
             println!("{}", headers.join(","));

@@ -168,3 +168,28 @@ fn statements_too_deep_for_the_stack_are_refused() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).lines().nth(1), Some("4097"));
 }
+
+/// Text from packages reaches a terminal escaped: an escape sequence in a task id or an
+/// episode name is printed as `\x1b[...`, not sent to the terminal, in `sql` and `ls`
+/// tables; CSV and JSON keep the bytes.
+#[test]
+fn control_characters_in_data_are_escaped_in_tables() {
+    let store = TestStore::new();
+    let mut files = minimal_package("evil\u{1b}]0;owned\u{7}");
+    let manifest = serde_json::json!({
+        "format": "episode-package/1", "episode": "evil\u{1b}]0;owned\u{7}",
+        "model": {"name": "m1"}, "harness": {"level": "H1"}, "task": {"id": "t\u{1b}[2J"},
+    });
+    files.insert("manifest.json".into(), manifest.to_string().into_bytes());
+    let dir = store.dir.path().join("pkg");
+    write_package(&dir, &files);
+    assert!(store.ingest(&[&dir]).status.success());
+    for args in [vec!["sql", "SELECT episode, task FROM episodes"], vec!["ls"]] {
+        let out = store.run(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "{args:?}: {}", text(&out.stdout));
+        assert!(text(&out.stdout).contains("t\\x1b[2J"), "{args:?}: {}", text(&out.stdout));
+    }
+    let rows = json_rows(&store.run(&["sql", "--format", "json", "SELECT task FROM episodes"]));
+    assert_eq!(rows[0]["task"], "t\u{1b}[2J");
+}

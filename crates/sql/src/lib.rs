@@ -28,7 +28,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use epistore_store::Store;
 
 pub use error::{Error, Result};
-pub use output::{format_batches, Format};
+pub use output::{format_batches, printable, Format};
 pub use provider::{Selection, StoreData, StoreTable};
 pub use tables::TableKind;
 

@@ -19,9 +19,9 @@ pub enum Format {
 pub fn format_batches(batches: &[RecordBatch], format: Format) -> Result<String> {
     match format {
         // NULL is spelled out: a ratio with no denominator must not read as empty or 0.
-        Format::Table => {
-            Ok(pretty_format_batches_with_options(batches, &TableFormat::default().with_null("NULL"))?.to_string())
-        }
+        Format::Table => Ok(printable(
+            &pretty_format_batches_with_options(batches, &TableFormat::default().with_null("NULL"))?.to_string(),
+        )),
         Format::Csv => {
             let mut out = Vec::new();
             {
@@ -49,6 +49,23 @@ pub fn format_batches(batches: &[RecordBatch], format: Format) -> Result<String>
             Ok(if text.trim().is_empty() { "[]".into() } else { text })
         }
     }
+}
+
+/// Text for a terminal: control characters other than newlines (an escape sequence in
+/// a label could move the cursor, retitle the window or hide what follows) are shown as
+/// `\x1b`-style escapes. Table output only: CSV and JSON carry the data as it is.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| match c {
+            '\n' => "\n".to_string(),
+            c if c.is_control() && (c as u32) < 0x100 => format!("\\x{:02x}", c as u32),
+            c if c.is_control() => format!("\\u{{{:x}}}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// CSV has no lists or structs: nested columns become their display text
@@ -79,4 +96,15 @@ fn flatten_nested(batch: &RecordBatch) -> Result<RecordBatch> {
         }
     }
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_are_escaped_for_terminals() {
+        assert_eq!(printable("fai\u{1b}[2Jled\r\n\u{7}ok \u{9b}"), "fai\\x1b[2Jled\\x0d\n\\x07ok \\x9b");
+        assert_eq!(printable("plain\ntext"), "plain\ntext");
+    }
 }
