@@ -1,7 +1,8 @@
 //! The notebook side, from Python (tests/python, pytest): pyarrow, polars and DuckDB
 //! read every export format and reproduce `cell_metrics`; the ADBC Flight SQL driver
 //! queries `epistore serve` (same rows as `epistore sql`, writes and file reads refused,
-//! tokens checked); examples/analyst.ipynb runs headless (nbclient).
+//! tokens checked); the epistore package in-process (tests/python/test_package.py);
+//! examples/analyst.ipynb runs headless (nbclient).
 //!
 //! Needs Python 3 with the packages `.ci/run` installs. `.ci/run` sets
 //! EPISTORE_REQUIRE_PYTHON=1, so CI fails rather than skips when they are missing, and
@@ -31,6 +32,8 @@ fn python_clients_pyarrow_polars_duckdb_adbc_and_the_notebook() {
     let report = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "pytest failed:\n{report}");
     let summary = report.lines().rev().find(|l| l.contains(" passed")).unwrap_or_default().to_string();
-    assert!(!summary.contains("skipped"), "pytest skipped tests: {summary}\n{report}");
+    // Locally, the epistore package itself may not be installed (test_package.py then
+    // skips, saying how to build it); CI installs it and allows no skip.
+    assert!(!required || !summary.contains("skipped"), "pytest skipped tests: {summary}\n{report}");
     eprintln!("{summary}");
 }

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(not _SERVE_OK, reason=_SERVE_WHY or "epistore se
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
+pytest.importorskip("epistore", reason="the epistore package is not installed (cd python && maturin build --profile dev; pip install the wheel)")
 
 NOTEBOOK = REPO / "examples" / "analyst.ipynb"
 TIMEOUT = 300

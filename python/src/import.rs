@@ -1,0 +1,391 @@
+//! `Database.import_logs`: the logs agent tools write, read by `epistore-import` into
+//! packages and committed through the store's ingest (or written as package directories
+//! with `out`); the summary `epistore import --summary-format json` prints.
+//!
+//! A port of crates/cli/import.rs, which prints its summary rather than returning it:
+//! the same plan, the same "already imported" and "grown" rules (section 7 of the
+//! importer contract), the same counts. Keep the two in step.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use epistore_import::{plan, read_unit, Context, Format, Options, Part, Prior, Refusal, Run, Unit};
+use epistore_package::{hex, Hash};
+use epistore_store::{IngestOptions, PackageOutcome, Snapshot, Store};
+use serde_json::{json, Value};
+
+use crate::Result;
+
+/// What `epistore import` is told on its command line.
+pub struct ImportArgs {
+    pub paths: Vec<PathBuf>,
+    pub source_format: Option<Format>,
+    pub model: Option<String>,
+    pub harness_level: Option<String>,
+    pub task: Option<String>,
+    pub cluster: Option<String>,
+    pub scorer: Option<String>,
+    pub git_log: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub reimport: bool,
+    pub redact: bool,
+}
+
+impl ImportArgs {
+    /// What the importer itself is told (section 2's overrides).
+    fn options(&self) -> Options {
+        Options {
+            format: self.source_format,
+            model: self.model.clone(),
+            harness_level: self.harness_level.clone(),
+            task: self.task.clone(),
+            cluster: self.cluster.clone(),
+            scorer: self.scorer.clone(),
+            git_log: self.git_log.clone(),
+            redact: self.redact,
+        }
+    }
+}
+
+/// A log format by the name `--format` takes.
+pub fn parse_source_format(name: &str) -> Result<Format> {
+    Format::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        anyhow::anyhow!("unknown log format `{name}`; one of {}", names.join(", "))
+    })
+}
+
+/// Counts per source format, as the summary prints them.
+#[derive(Default, Clone)]
+struct Tally {
+    found: usize,
+    imported: usize,
+    already_present: usize,
+    covered: usize,
+    refused: usize,
+    superseding: usize,
+    /// Runs already stored without a verdict, imported again with a report's.
+    without_verdict: usize,
+}
+
+/// What an import did, for the summary.
+#[derive(Default)]
+struct Summary {
+    tally: BTreeMap<String, Tally>,
+    refusals: Vec<(String, Refusal)>,
+    covered: Vec<(String, String, String)>,
+    unmatched_reports: Vec<String>,
+    /// Possible secrets found per pattern, and in how many runs.
+    secrets: BTreeMap<&'static str, usize>,
+    runs_with_secrets: usize,
+    /// The SWE-bench instances of the runs read, for reporting unmatched reports.
+    instances: Vec<String>,
+}
+
+impl Summary {
+    fn of(&mut self, format: &str) -> &mut Tally {
+        self.tally.entry(format.to_string()).or_default()
+    }
+    fn secrets(&mut self, run: &Run) {
+        if !run.secrets.is_empty() {
+            self.runs_with_secrets += 1;
+        }
+        for (pattern, n) in &run.secrets {
+            *self.secrets.entry(pattern).or_default() += n;
+        }
+    }
+    fn refuse(&mut self, format: Option<Format>, refusal: Refusal) {
+        let name = format.map_or("unknown".to_string(), |f| f.name().to_string());
+        self.of(&name).refused += 1;
+        self.refusals.push((name, refusal));
+    }
+}
+
+/// Earlier imports in the store: their source keys (for "already present") and, per
+/// (format, episode label), the source file they were read from (for "grown").
+struct StoredImports {
+    keys: HashMap<String, (Hash, bool)>,
+    by_label: HashMap<(String, String), Vec<(Hash, Hash)>>,
+    snapshot: Mutex<Snapshot>,
+}
+
+impl StoredImports {
+    fn read(store: &Store) -> Result<StoredImports> {
+        let snapshot = store.snapshot()?;
+        let mut keys = HashMap::new();
+        let mut by_label: HashMap<(String, String), Vec<(Hash, Hash)>> = HashMap::new();
+        snapshot.for_each_episode(|record| {
+            let Some(provenance) = record.manifest.provenance() else {
+                return Ok(true);
+            };
+            let format = provenance.get("source_format").and_then(Value::as_str).unwrap_or("").to_string();
+            let files = provenance.get("source_files").and_then(Value::as_array).cloned().unwrap_or_default();
+            let has_verdict = record.outcome.correct.is_some();
+            for (i, f) in files.iter().enumerate() {
+                let Some(hash) = f.get("blake3").and_then(Value::as_str) else {
+                    continue;
+                };
+                let key = match f.get("part") {
+                    Some(Value::String(p)) => format!("{hash}#{p}"),
+                    Some(Value::Number(n)) => format!("{hash}#{n}"),
+                    _ => hash.to_string(),
+                };
+                keys.insert(key, (record.id, has_verdict));
+                // The first source file is the log itself; it is what grows.
+                if i == 0 && f.get("part").is_none() {
+                    let name = f.get("name").and_then(Value::as_str).unwrap_or("");
+                    let path = format!("artifacts/source/{name}");
+                    if let Some(stored) = record.files.iter().find(|e| e.path == path) {
+                        by_label
+                            .entry((format.clone(), record.manifest.episode.clone()))
+                            .or_default()
+                            .push((record.id, stored.hash));
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(StoredImports { keys, by_label, snapshot: Mutex::new(snapshot) })
+    }
+
+    /// Whether the unit's main source part (its first file, and the part of it) was the
+    /// source of a stored import: the key a run read from it would have.
+    fn unit_already(&self, unit: &Unit) -> bool {
+        let Some(first) = unit.files.first() else { return false };
+        let Ok(hash) = first.blake3() else { return false };
+        let key = match &unit.part {
+            Part::Whole => hash,
+            Part::Member(m) | Part::Object(m) => format!("{hash}#{m}"),
+            Part::Line(n) => format!("{hash}#{n}"),
+        };
+        self.keys.contains_key(&key)
+    }
+
+    /// The stored episode a run's own source files came from, and whether it has a verdict.
+    fn already(&self, run: &Run) -> Option<(Hash, bool)> {
+        run.source_keys.iter().find_map(|k| self.keys.get(k).copied())
+    }
+}
+
+impl Prior for StoredImports {
+    fn grown_from(&self, format: Format, episode: &str, file: &Path) -> Option<String> {
+        let candidates = self.by_label.get(&(format.name().to_string(), episode.to_string()))?;
+        let new = std::fs::read(file).ok()?;
+        let snapshot = self.snapshot.lock().ok()?;
+        for (id, blob) in candidates {
+            let Ok(old) = snapshot.blob(blob) else {
+                continue;
+            };
+            if old.len() < new.len() && new.starts_with(&old) {
+                return Some(hex(id));
+            }
+        }
+        None
+    }
+}
+
+/// Imports (or, with `out`, writes packages of) the logs under `args.paths`; the summary
+/// `epistore import --summary-format json` prints, with `warnings` added.
+pub fn import(store: Option<&Store>, args: &ImportArgs) -> Result<String> {
+    let started = Instant::now();
+    let planned = plan(&args.paths, &args.options());
+    let mut summary = Summary::default();
+    for (format, refusal) in planned.refused.iter().cloned() {
+        summary.refuse(format, refusal);
+    }
+    for (format, file, reason) in &planned.covered {
+        summary.of(format.name()).covered += 1;
+        summary.covered.push((format.name().to_string(), file.clone(), reason.clone()));
+    }
+    let mut warnings = Vec::new();
+    match (&args.out, store) {
+        (Some(out), _) => write_packages(out, &planned, args, &mut summary)?,
+        (None, Some(store)) => ingest_runs(store, &planned, args, &mut summary, &mut warnings)?,
+        (None, None) => anyhow::bail!("importing into a store needs the store"),
+    }
+    summary.unmatched_reports =
+        planned.unmatched_reports(&summary.instances).into_iter().map(|r| r.instance_id.clone()).collect();
+    Ok(serde_json::to_string(&summary_json(&mut summary, started.elapsed().as_secs_f64(), warnings))?)
+}
+
+/// Reads every unit on the ingest threads and commits the packages through the
+/// store's ingest; a run already imported (by its source files) is skipped first.
+fn ingest_runs(
+    store: &Store,
+    planned: &epistore_import::Plan,
+    args: &ImportArgs,
+    summary: &mut Summary,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let stored = StoredImports::read(store)?;
+    let options = args.options();
+    let ctx = Context { options: &options, reports: &planned.reports, prior: Some(&stored) };
+    let shared = Mutex::new(std::mem::take(summary));
+    // A unit whose source part is already stored is skipped unread, unless the call asks
+    // to import again or brings reports (a verdict may make a new episode of an old run).
+    let fast_already = !args.reimport && planned.reports.is_empty();
+    let label = format!("import {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
+    let options = IngestOptions { label, chunk_sources: 64, ..IngestOptions::default() };
+    let mut segments = Some(epistore_sql::columnar::IngestSegments::new(store));
+    // Package name -> episode label, to name a package the store rejects.
+    let names: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
+    let report = store.ingest_from(
+        &planned.units,
+        |unit: &Unit| {
+            let mut packages = Vec::new();
+            if fast_already && stored.unit_already(unit) {
+                // Its own source part is in the store: not even read again.
+                let mut s = shared.lock().expect("summary lock");
+                s.of(unit.format.name()).found += 1;
+                s.of(unit.format.name()).already_present += 1;
+                return packages;
+            }
+            for run in read_unit(unit, &ctx) {
+                let mut s = shared.lock().expect("summary lock");
+                s.of(unit.format.name()).found += 1;
+                match run {
+                    Err(refusal) => s.refuse(Some(unit.format), refusal),
+                    Ok(run) => {
+                        let label = run.package.episode.manifest.episode.clone();
+                        if let Some((_, has_verdict)) = stored.already(&run).filter(|_| !args.reimport) {
+                            if run.verdict_from_report && !has_verdict {
+                                s.of(unit.format.name()).without_verdict += 1;
+                            } else {
+                                s.of(unit.format.name()).already_present += 1;
+                                s.instances.extend(run.instance_id.clone());
+                                continue;
+                            }
+                        }
+                        s.secrets(&run);
+                        if run.package.episode.manifest.supersedes().is_some() {
+                            s.of(unit.format.name()).superseding += 1;
+                        }
+                        s.instances.extend(run.instance_id.clone());
+                        let mut raw = run.package.raw;
+                        let name = format!("{}:{}", unit.format.name(), label);
+                        raw.name = name.clone();
+                        names.lock().expect("names lock").insert(name, label);
+                        packages.push(Ok(raw));
+                    }
+                }
+            }
+            packages
+        },
+        &options,
+        |_| {},
+        |seq, episodes| {
+            if let Some(builder) = segments.as_mut() {
+                if builder.push(seq, episodes).is_err() {
+                    segments = None;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    crate::ingest::finish_segments(store, segments, report.added() > 0, None, warnings);
+    *summary = shared.into_inner().expect("summary lock");
+    let names = names.into_inner().expect("names lock");
+    for p in &report.packages {
+        let format = p.name.split_once(':').map_or("unknown", |(f, _)| f).to_string();
+        match &p.outcome {
+            PackageOutcome::Added => summary.of(&format).imported += 1,
+            PackageOutcome::AlreadyPresent => summary.of(&format).already_present += 1,
+            PackageOutcome::Rejected(reason) => {
+                let file = names.get(&p.name).cloned().unwrap_or_else(|| p.name.clone());
+                summary.refuse(Format::from_name(&format), Refusal::new(file, None, reason.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A refusal's place as a sort key: `line 7` before `line 10`.
+fn place_key(place: &Option<String>) -> (u64, String) {
+    let text = place.clone().unwrap_or_default();
+    let number = text.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+    (number, text)
+}
+
+/// `--out DIR`: every run as a package directory `DIR/FORMAT/LABEL-ID12`, written whole
+/// or not at all; a directory already there is the same package (its name holds the id).
+fn write_packages(out: &Path, planned: &epistore_import::Plan, args: &ImportArgs, summary: &mut Summary) -> Result<()> {
+    use rayon::prelude::*;
+    let options = args.options();
+    let ctx = Context { options: &options, reports: &planned.reports, prior: None };
+    // A chunk of units at a time, read in parallel and written before the next is read,
+    // so memory holds one chunk of packages whatever the size of the input.
+    for chunk in planned.units.chunks(64) {
+        let results: Vec<(Format, Vec<Result<Run, Refusal>>)> =
+            chunk.par_iter().map(|unit| (unit.format, read_unit(unit, &ctx))).collect();
+        for (format, runs) in results {
+            for run in runs {
+                write_run(out, format, run, summary)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One run of `--out`: refused, already there, or written whole.
+fn write_run(out: &Path, format: Format, run: Result<Run, Refusal>, summary: &mut Summary) -> Result<()> {
+    summary.of(format.name()).found += 1;
+    let run = match run {
+        Ok(run) => run,
+        Err(refusal) => {
+            summary.refuse(Some(format), refusal);
+            return Ok(());
+        }
+    };
+    let id = hex(run.package.id());
+    let label = &run.package.episode.manifest.episode;
+    let dir = out.join(format.name()).join(format!("{}-{}", file_safe(label), &id[..12]));
+    if dir.join("manifest.json").is_file() {
+        summary.of(format.name()).already_present += 1;
+        summary.instances.extend(run.instance_id.clone());
+        return Ok(());
+    }
+    summary.secrets(&run);
+    run.package.write_dir(&dir).with_context(|| format!("writing {}", dir.display()))?;
+    summary.of(format.name()).imported += 1;
+    summary.instances.extend(run.instance_id.clone());
+    Ok(())
+}
+
+/// An episode label as one path component: `/` and other awkward characters become `_`.
+fn file_safe(label: &str) -> String {
+    let s: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' })
+        .take(80)
+        .collect();
+    s.trim_start_matches('.').to_string()
+}
+
+/// The summary as `print_summary` in crates/cli/import.rs writes it in JSON.
+fn summary_json(summary: &mut Summary, seconds: f64, warnings: Vec<String>) -> Value {
+    // Units are read in parallel: sort, so the same call gives the same report.
+    summary.refusals.sort_by(|a, b| (&a.1.file, place_key(&a.1.place)).cmp(&(&b.1.file, place_key(&b.1.place))));
+    summary.covered.sort();
+    let formats: Vec<Value> = summary
+        .tally
+        .iter()
+        .map(|(name, t)| {
+            json!({"source_format": name, "found": t.found, "imported": t.imported,
+                   "already_present": t.already_present, "covered": t.covered, "refused": t.refused,
+                   "superseding": t.superseding, "already_stored_without_verdict": t.without_verdict})
+        })
+        .collect();
+    let refused: Vec<Value> = summary
+        .refusals
+        .iter()
+        .map(|(f, r)| json!({"source_format": f, "file": r.file, "place": r.place, "reason": r.reason}))
+        .collect();
+    let covered: Vec<Value> =
+        summary.covered.iter().map(|(f, file, why)| json!({"source_format": f, "file": file, "reason": why})).collect();
+    json!({"formats": formats, "refused": refused, "covered": covered,
+           "unmatched_reports": summary.unmatched_reports, "secrets": summary.secrets,
+           "runs_with_secrets": summary.runs_with_secrets, "seconds": seconds, "warnings": warnings})
+}
