@@ -137,36 +137,77 @@ fn ingest_units<U: Sync>(
     format: OutputFormat,
     quiet: bool,
 ) -> Result<ExitCode> {
-    let started = Instant::now();
     let store = Store::open_or_create(store_dir)?;
     let bar = progress_bar(quiet, units.len() as u64, unit_name);
-    // Columnar segments for SQL are built from each commit's episodes as they come, so
-    // nothing is decoded twice. They are derived data: if building fails, the ingest
-    // goes on and queries build what is missing.
-    let mut segments = Some(epistore_sql::columnar::IngestSegments::new(&store));
+    let summary = ingest_with_segments(&store, units, read, options, |p| {
+        bar.set_position(p.sources_done as u64);
+        bar.set_message(format!("{} packages, {:.1} MB", p.packages_done, p.bytes_read as f64 / 1e6));
+    })?;
+    bar.finish_and_clear();
+    for warning in summary["warnings"].as_array().into_iter().flatten() {
+        eprintln!("warning: {}", warning.as_str().unwrap_or_default());
+    }
+    let count = |k: &str| summary[k].as_u64().unwrap_or(0);
+    match format {
+        OutputFormat::Json => {
+            let mut shown = summary.clone();
+            shown.as_object_mut().expect("an object").remove("warnings");
+            println!("{}", serde_json::to_string_pretty(&shown)?);
+        }
+        _ => {
+            let packages = summary["packages"].as_array().map_or(0, Vec::len);
+            for p in summary["packages"].as_array().into_iter().flatten().filter(|p| p["status"] == "rejected") {
+                eprintln!("rejected: {}", p["reason"].as_str().unwrap_or_default());
+            }
+            let seconds = summary["seconds"].as_f64().unwrap_or_default();
+            let mb = count("bytes_read") as f64 / 1e6;
+            println!(
+                "{} added, {} already present, {} rejected ({packages} packages, {mb:.1} MB in {seconds:.2} s: {:.0} packages/s, {:.1} MB/s)",
+                count("added"),
+                count("already_present"),
+                count("rejected"),
+                packages as f64 / seconds.max(1e-9),
+                mb / seconds.max(1e-9),
+            );
+            if count("added") > 0 {
+                let columnar = summary["columnar_seconds"].as_f64().unwrap_or_default();
+                println!("(of which {columnar:.2} s building the columnar segments for SQL)");
+            }
+            if count("added") == 0 && count("rejected") == 0 && packages > 0 {
+                println!("nothing new: the store is unchanged");
+            }
+        }
+    }
+    Ok(if count("rejected") == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The one ingest of the command line and the Python package: packages read from
+/// `units` go into `store`, their columnar segments built from each commit's episodes
+/// as they come (so nothing is decoded twice). Returns the summary `ingest --format
+/// json` prints, plus `warnings` (segments are derived data: if building them fails,
+/// the ingest goes on and queries build what is missing).
+pub fn ingest_with_segments<U: Sync>(
+    store: &Store,
+    units: &[U],
+    read: impl Fn(&U) -> Vec<PackageRead> + Sync + Send,
+    options: &IngestOptions,
+    progress: impl FnMut(epistore_store::IngestProgress),
+) -> Result<Value> {
+    let started = Instant::now();
+    let mut segments = Some(epistore_sql::columnar::IngestSegments::new(store));
     let mut segment_error = None;
     let mut columnar_time = std::time::Duration::ZERO;
-    let report = store.ingest_from(
-        units,
-        read,
-        options,
-        |p| {
-            bar.set_position(p.sources_done as u64);
-            bar.set_message(format!("{} packages, {:.1} MB", p.packages_done, p.bytes_read as f64 / 1e6));
-        },
-        |seq, episodes| {
-            let started = Instant::now();
-            if let Some(builder) = segments.as_mut() {
-                if let Err(e) = builder.push(seq, episodes) {
-                    segment_error = Some(e.to_string());
-                    segments = None;
-                }
+    let report = store.ingest_from(units, read, options, progress, |seq, episodes| {
+        let started = Instant::now();
+        if let Some(builder) = segments.as_mut() {
+            if let Err(e) = builder.push(seq, episodes) {
+                segment_error = Some(e.to_string());
+                segments = None;
             }
-            columnar_time += started.elapsed();
-            Ok(())
-        },
-    )?;
-    bar.finish_and_clear();
+        }
+        columnar_time += started.elapsed();
+        Ok(())
+    })?;
     let columnar_started = Instant::now();
     if let Some(builder) = segments {
         if let Err(e) = builder.finish() {
@@ -175,71 +216,34 @@ fn ingest_units<U: Sync>(
     }
     if report.added() > 0 && segment_error.is_none() {
         // Anything not covered yet (an older store, an earlier failure) is built now.
-        if let Err(e) = epistore_sql::columnar::refresh(&store, &|_, _| {}) {
+        if let Err(e) = epistore_sql::columnar::refresh(store, &|_, _| {}) {
             segment_error = Some(e.to_string());
         }
     }
-    if let Some(e) = segment_error {
-        eprintln!("warning: columnar segments not built ({e}); queries will build them");
-    }
+    let warnings: Vec<String> = segment_error
+        .map(|e| format!("columnar segments not built ({e}); queries will build them"))
+        .into_iter()
+        .collect();
     let columnar_seconds = (columnar_time + columnar_started.elapsed()).as_secs_f64();
     // Wall time of the whole ingest, segments included.
     let seconds = started.elapsed().as_secs_f64();
-
-    let rejected: Vec<_> = report
+    let packages: Vec<Value> = report
         .packages
         .iter()
-        .filter_map(|p| match &p.outcome {
-            PackageOutcome::Rejected(reason) => Some((p.name.as_str(), reason.as_str())),
-            _ => None,
+        .map(|p| {
+            let (status, reason) = match &p.outcome {
+                PackageOutcome::Added => ("added", None),
+                PackageOutcome::AlreadyPresent => ("already_present", None),
+                PackageOutcome::Rejected(r) => ("rejected", Some(r.clone())),
+            };
+            json!({"package": p.name, "episode_id": p.episode_id, "status": status, "reason": reason})
         })
         .collect();
-    match format {
-        OutputFormat::Json => {
-            let packages: Vec<Value> = report
-                .packages
-                .iter()
-                .map(|p| {
-                    let (status, reason) = match &p.outcome {
-                        PackageOutcome::Added => ("added", None),
-                        PackageOutcome::AlreadyPresent => ("already_present", None),
-                        PackageOutcome::Rejected(r) => ("rejected", Some(r.clone())),
-                    };
-                    json!({"package": p.name, "episode_id": p.episode_id, "status": status, "reason": reason})
-                })
-                .collect();
-            let summary = json!({
-                "added": report.added(), "already_present": report.already_present(), "rejected": report.rejected(),
-                "bytes_read": report.bytes_read, "blobs_added": report.blobs_added, "batches": report.batches,
-                "seconds": seconds, "columnar_seconds": columnar_seconds, "packages": packages,
-            });
-            println!("{}", serde_json::to_string_pretty(&summary)?);
-        }
-        _ => {
-            for (_, reason) in &rejected {
-                eprintln!("rejected: {reason}");
-            }
-            let rate = report.packages.len() as f64 / seconds.max(1e-9);
-            println!(
-                "{} added, {} already present, {} rejected ({} packages, {:.1} MB in {:.2} s: {:.0} packages/s, {:.1} MB/s)",
-                report.added(),
-                report.already_present(),
-                report.rejected(),
-                report.packages.len(),
-                report.bytes_read as f64 / 1e6,
-                seconds,
-                rate,
-                report.bytes_read as f64 / 1e6 / seconds.max(1e-9),
-            );
-            if report.added() > 0 {
-                println!("(of which {columnar_seconds:.2} s building the columnar segments for SQL)");
-            }
-            if report.added() == 0 && report.rejected() == 0 && !report.packages.is_empty() {
-                println!("nothing new: the store is unchanged");
-            }
-        }
-    }
-    Ok(if rejected.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(json!({
+        "added": report.added(), "already_present": report.already_present(), "rejected": report.rejected(),
+        "bytes_read": report.bytes_read, "blobs_added": report.blobs_added, "batches": report.batches,
+        "seconds": seconds, "columnar_seconds": columnar_seconds, "packages": packages, "warnings": warnings,
+    }))
 }
 
 /// Prints one result; an empty result in table format says so instead of an empty frame.

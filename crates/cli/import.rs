@@ -78,7 +78,7 @@ impl ImportArgs {
     }
 }
 
-fn parse_source_format(name: &str) -> Result<Format, String> {
+pub fn parse_source_format(name: &str) -> Result<Format, String> {
     Format::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
         format!("unknown log format `{name}`; one of {}", names.join(", "))
@@ -99,7 +99,7 @@ struct Tally {
 }
 
 /// What an import did, for the summary.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Summary {
     tally: BTreeMap<String, Tally>,
     refusals: Vec<(String, Refusal)>,
@@ -112,6 +112,8 @@ struct Summary {
     redacted: bool,
     /// The SWE-bench instances of the runs read, for reporting unmatched reports.
     instances: Vec<String>,
+    /// What went wrong beside the runs (derived data not built).
+    warnings: Vec<String>,
 }
 
 impl Summary {
@@ -217,6 +219,33 @@ impl Prior for StoredImports {
 }
 
 pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
+    let store = match &args.out {
+        Some(_) => None,
+        None => Some(
+            Store::open_or_create(store_dir)
+                .with_context(|| format!("opening the store at {}", store_dir.display()))?,
+        ),
+    };
+    let (mut summary, seconds) = run(store.as_ref(), &args)?;
+    for warning in &summary.warnings {
+        eprintln!("warning: {warning}");
+    }
+    print_summary(&mut summary, args.format, seconds)?;
+    Ok(if summary.refusals.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `epistore import` without printing, for the Python package: the summary
+/// `--summary-format json` prints, with the `warnings` the command line prints on
+/// standard error. `store` may be None only with `args.out`.
+pub fn import_summary(store: Option<&Store>, args: &ImportArgs) -> Result<Value> {
+    let (mut summary, seconds) = run(store, args)?;
+    let mut value = summary_json(&mut summary, seconds);
+    value["warnings"] = json!(summary.warnings);
+    Ok(value)
+}
+
+/// Plans, reads and commits (or writes) the runs under `args.paths`.
+fn run(store: Option<&Store>, args: &ImportArgs) -> Result<(Summary, f64)> {
     let started = Instant::now();
     let planned = plan(&args.paths, &args.options());
     let mut summary = Summary { redacted: args.redact, ..Summary::default() };
@@ -227,27 +256,20 @@ pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
         summary.of(format.name()).covered += 1;
         summary.covered.push((format.name().to_string(), file.clone(), reason.clone()));
     }
-    match &args.out {
-        Some(out) => write_packages(out, &planned, &args, &mut summary)?,
-        None => ingest_runs(store_dir, &planned, &args, &mut summary)?,
+    match (&args.out, store) {
+        (Some(out), _) => write_packages(out, &planned, args, &mut summary)?,
+        (None, Some(store)) => ingest_runs(store, &planned, args, &mut summary)?,
+        (None, None) => anyhow::bail!("importing into a store needs the store"),
     }
     summary.unmatched_reports =
         planned.unmatched_reports(&summary.instances).into_iter().map(|r| r.instance_id.clone()).collect();
-    print_summary(&mut summary, args.format, started.elapsed().as_secs_f64())?;
-    Ok(if summary.refusals.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok((summary, started.elapsed().as_secs_f64()))
 }
 
 /// Reads every unit on the ingest threads and commits the packages through the
 /// store's ingest; a run already imported (by its source files) is skipped first.
-fn ingest_runs(
-    store_dir: &Path,
-    planned: &epistore_import::Plan,
-    args: &ImportArgs,
-    summary: &mut Summary,
-) -> Result<()> {
-    let store =
-        Store::open_or_create(store_dir).with_context(|| format!("opening the store at {}", store_dir.display()))?;
-    let stored = StoredImports::read(&store)?;
+fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs, summary: &mut Summary) -> Result<()> {
+    let stored = StoredImports::read(store)?;
     let options = args.options();
     let ctx = Context { options: &options, reports: &planned.reports, prior: Some(&stored) };
     let shared = Mutex::new(std::mem::take(summary));
@@ -257,7 +279,7 @@ fn ingest_runs(
     let bar = progress_bar(args.quiet, planned.units.len() as u64, "logs");
     let label = format!("import {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
     let options = IngestOptions { label, chunk_sources: 64, ..IngestOptions::default() };
-    let mut segments = Some(epistore_sql::columnar::IngestSegments::new(&store));
+    let mut segments = Some(epistore_sql::columnar::IngestSegments::new(store));
     // Package name -> episode label, to name a package the store rejects.
     let names: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let report = store.ingest_from(
@@ -315,10 +337,10 @@ fn ingest_runs(
     )?;
     bar.finish_and_clear();
     let segments_built = segments.map(|b| b.finish().is_ok()).unwrap_or(false);
-    if report.added() > 0 && (!segments_built || epistore_sql::columnar::refresh(&store, &|_, _| {}).is_err()) {
-        eprintln!("warning: columnar segments not built; queries will build them");
-    }
     *summary = shared.into_inner().expect("summary lock");
+    if report.added() > 0 && (!segments_built || epistore_sql::columnar::refresh(store, &|_, _| {}).is_err()) {
+        summary.warnings.push("columnar segments not built; queries will build them".into());
+    }
     let names = names.into_inner().expect("names lock");
     for p in &report.packages {
         let format = p.name.split_once(':').map_or("unknown", |(f, _)| f).to_string();
@@ -405,34 +427,12 @@ fn file_safe(label: &str) -> String {
 }
 
 fn print_summary(summary: &mut Summary, format: OutputFormat, seconds: f64) -> Result<()> {
-    // Units are read in parallel: sort, so the same call prints the same report.
-    summary.refusals.sort_by(|a, b| (&a.1.file, place_key(&a.1.place)).cmp(&(&b.1.file, place_key(&b.1.place))));
-    summary.covered.sort();
+    sort_summary(summary);
     let summary = &*summary;
     let rows: Vec<(&String, &Tally)> = summary.tally.iter().collect();
     match format {
         OutputFormat::Json => {
-            let formats: Vec<Value> = rows
-                .iter()
-                .map(|(name, t)| {
-                    json!({"source_format": name, "found": t.found, "imported": t.imported,
-                           "already_present": t.already_present, "covered": t.covered, "refused": t.refused,
-                           "superseding": t.superseding, "already_stored_without_verdict": t.without_verdict})
-                })
-                .collect();
-            let refused: Vec<Value> = summary
-                .refusals
-                .iter()
-                .map(|(f, r)| json!({"source_format": f, "file": r.file, "place": r.place, "reason": r.reason}))
-                .collect();
-            let covered: Vec<Value> = summary
-                .covered
-                .iter()
-                .map(|(f, file, why)| json!({"source_format": f, "file": file, "reason": why}))
-                .collect();
-            let value = json!({"formats": formats, "refused": refused, "covered": covered,
-                               "unmatched_reports": summary.unmatched_reports, "secrets": summary.secrets,
-                               "runs_with_secrets": summary.runs_with_secrets, "seconds": seconds});
+            let value = summary_json(&mut summary.clone(), seconds);
             println!("{}", serde_json::to_string_pretty(&value)?);
         }
         _ => {
@@ -496,4 +496,34 @@ fn print_summary(summary: &mut Summary, format: OutputFormat, seconds: f64) -> R
         }
     }
     Ok(())
+}
+
+/// The summary as `--summary-format json` prints it.
+fn summary_json(summary: &mut Summary, seconds: f64) -> Value {
+    sort_summary(summary);
+    let rows: Vec<(&String, &Tally)> = summary.tally.iter().collect();
+    let formats: Vec<Value> = rows
+        .iter()
+        .map(|(name, t)| {
+            json!({"source_format": name, "found": t.found, "imported": t.imported,
+                   "already_present": t.already_present, "covered": t.covered, "refused": t.refused,
+                   "superseding": t.superseding, "already_stored_without_verdict": t.without_verdict})
+        })
+        .collect();
+    let refused: Vec<Value> = summary
+        .refusals
+        .iter()
+        .map(|(f, r)| json!({"source_format": f, "file": r.file, "place": r.place, "reason": r.reason}))
+        .collect();
+    let covered: Vec<Value> =
+        summary.covered.iter().map(|(f, file, why)| json!({"source_format": f, "file": file, "reason": why})).collect();
+    json!({"formats": formats, "refused": refused, "covered": covered,
+           "unmatched_reports": summary.unmatched_reports, "secrets": summary.secrets,
+           "runs_with_secrets": summary.runs_with_secrets, "seconds": seconds})
+}
+
+/// Units are read in parallel: sort, so the same call gives the same report.
+fn sort_summary(summary: &mut Summary) {
+    summary.refusals.sort_by(|a, b| (&a.1.file, place_key(&a.1.place)).cmp(&(&b.1.file, place_key(&b.1.place))));
+    summary.covered.sort();
 }

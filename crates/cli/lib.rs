@@ -6,6 +6,10 @@ mod commands;
 mod import;
 mod publish;
 
+// What the Python package shares with the command line (one implementation of each).
+pub use commands::{describe, ingest_with_segments};
+pub use import::{import_summary, parse_source_format, ImportArgs};
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -11,7 +11,6 @@
 
 mod boards;
 mod ffi;
-mod import;
 mod ingest;
 mod stream;
 
@@ -35,21 +34,8 @@ pyo3::create_exception!(
      The message is what the `epistore` command line prints after `error: `."
 );
 
-/// An error and its causes on one line, skipping causes whose text an earlier part
-/// already says: the command line's wording (`describe` in crates/cli/commands.rs).
-pub(crate) fn describe(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            if !out.is_empty() {
-                out.push_str(": ");
-            }
-            out.push_str(&text);
-        }
-    }
-    out
-}
+/// The command line's wording of an error and its causes.
+pub(crate) use epistore_cli::describe;
 
 pub(crate) fn py_err(e: anyhow::Error) -> PyErr {
     Error::new_err(describe(&e))
@@ -278,8 +264,9 @@ impl Database {
         redact: bool,
     ) -> PyResult<String> {
         py.detach(|| {
-            let format = source_format.map(|f| import::parse_source_format(&f)).transpose()?;
-            let args = import::ImportArgs {
+            let format =
+                source_format.map(|f| epistore_cli::parse_source_format(&f).map_err(anyhow::Error::msg)).transpose()?;
+            let args = epistore_cli::ImportArgs {
                 paths: paths_of(paths)?,
                 source_format: format,
                 model,
@@ -291,10 +278,12 @@ impl Database {
                 out,
                 reimport,
                 redact,
+                format: epistore_cli::OutputFormat::Json,
+                quiet: true,
             };
             // Writing package directories needs no store; importing needs the writer.
             let store = if args.out.is_some() { None } else { Some(self.writer()?) };
-            import::import(store.as_deref(), &args)
+            ingest::import(store.as_deref(), &args)
         })
         .map_err(py_err)
     }
