@@ -817,9 +817,7 @@ pub fn serve(
         query_timeout: std::time::Duration::from_secs(query_timeout_secs),
     };
     // Refuse before touching the store: the refusal is about the command line.
-    if settings.token.is_none() && !addr.ip().is_loopback() {
-        anyhow::bail!("refusing to serve on {addr} without --token: only loopback addresses may go without one");
-    }
+    epistore_server::check_exposure(addr, settings.token.as_deref())?;
     let store = open_read(store_dir)?;
     let runtime = epistore_sql::statement::runtime()?;
     runtime.block_on(epistore_server::serve(

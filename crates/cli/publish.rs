@@ -172,9 +172,8 @@ pub fn ui(
 ) -> Result<ExitCode> {
     use std::io::Write;
     let settings = epistore_server::ui::UiSettings { addr, token: token.filter(|t| !t.is_empty()), max_concurrent };
-    if settings.token.is_none() && !addr.ip().is_loopback() {
-        anyhow::bail!("refusing to serve on {addr} without --token: only loopback addresses may go without one");
-    }
+    // Refuse before touching the store: the refusal is about the command line.
+    epistore_server::check_exposure(addr, settings.token.as_deref())?;
     let store = open_read(store_dir)?;
     let runtime = epistore_sql::statement::runtime()?;
     runtime.block_on(epistore_server::ui::serve_ui(

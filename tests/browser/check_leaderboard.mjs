@@ -11,10 +11,10 @@
 // page logs a console error or warning, throws, makes any non-file request, or
 // when its DOM does not match the DATA embedded in it. Exit 2 on usage errors.
 
-import { existsSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { loadPlaywright } from "./playwright.mjs";
 
 const [pageArg, shotArg] = process.argv.slice(2);
 if (!pageArg || !shotArg) {
@@ -28,26 +28,6 @@ if (!existsSync(pagePath)) {
   process.exit(1);
 }
 
-async function loadPlaywright() {
-  const p = process.env.PLAYWRIGHT_CORE;
-  let mod;
-  if (p) {
-    const abs = resolve(p);
-    // playwright-core is CommonJS; require() resolves both a package directory and a file.
-    const require = createRequire(import.meta.url);
-    try {
-      mod = require(abs);
-    } catch (e) {
-      if (existsSync(abs) && statSync(abs).isFile()) mod = await import(pathToFileURL(abs).href);
-      else throw e;
-    }
-  } else {
-    mod = await import("playwright-core");
-  }
-  const chromium = mod.chromium ?? mod.default?.chromium;
-  if (!chromium) throw new Error("playwright-core module has no `chromium` export");
-  return chromium;
-}
 
 const failures = [];
 const consoleMessages = [];

@@ -20,10 +20,10 @@
 // says what). Exit status: 0 when ok, 1 when not ok or on any thrown error (message on
 // stderr), 2 on usage errors. A full-page screenshot is written to SCREENSHOT.png.
 
-import { existsSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { loadPlaywright } from "./playwright.mjs";
 
 const MODES = ["episode", "list", "index", "navigate", "timing"];
 const [mode, target, shotArg] = process.argv.slice(2);
@@ -40,25 +40,6 @@ function toUrl(t) {
   return pathToFileURL(p).href;
 }
 
-async function loadPlaywright() {
-  const p = process.env.PLAYWRIGHT_CORE;
-  let mod;
-  if (p) {
-    const abs = resolve(p);
-    const require = createRequire(import.meta.url);
-    try {
-      mod = require(abs);
-    } catch (e) {
-      if (existsSync(abs) && statSync(abs).isFile()) mod = await import(pathToFileURL(abs).href);
-      else throw e;
-    }
-  } else {
-    mod = await import("playwright-core");
-  }
-  const chromium = mod.chromium ?? mod.default?.chromium;
-  if (!chromium) throw new Error("playwright-core module has no `chromium` export");
-  return chromium;
-}
 
 const consoleMessages = [];
 const requests = [];

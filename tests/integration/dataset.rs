@@ -34,10 +34,7 @@ H3,true,true,true,true,true,true,0,true,true,true,true,failure
 fn the_full_regression_is_recorded_as_one_timeout_not_retried() {
     let store = TestStore::new();
     assert!(store.ingest(&[&dataset()]).status.success());
-    let id = store.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3'")[0]["episode_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = store.h3_episode();
     let reader = Store::open_read_only(store.path()).unwrap();
     let snapshot = reader.snapshot().unwrap();
     let episode = snapshot.episode_traces(&epistore_package::parse_hex(&id).unwrap()).unwrap().unwrap();

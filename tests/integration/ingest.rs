@@ -222,10 +222,7 @@ fn ls_and_show_use_the_cell_index() {
     let cells: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(cells.len(), 4);
     assert!(cells.iter().all(|c| c["episodes"] == 1 && c["task"] == "login-validation"));
-    let id = store.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3'")[0]["episode_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = store.h3_episode();
     let out = store.run(&["show", &id[..6], "--format", "json"]);
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(shown["episode_id"], id.as_str());

@@ -97,6 +97,14 @@ impl TestStore {
         }
     }
 
+    /// The id of the bundled dataset's H3 episode (after ingesting it).
+    pub fn h3_episode(&self) -> String {
+        self.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3'")[0]["episode_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     pub fn episode_count(&self) -> i64 {
         self.sql("SELECT count(*) AS n FROM episodes")[0]["n"].as_i64().unwrap()
     }

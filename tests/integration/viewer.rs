@@ -23,10 +23,7 @@ fn page_data(html: &str) -> Value {
 fn dataset_store() -> (TestStore, String) {
     let store = TestStore::new();
     assert!(store.ingest(&[&dataset()]).status.success());
-    let id = store.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3'")[0]["episode_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = store.h3_episode();
     (store, id)
 }
 

@@ -634,6 +634,24 @@ impl FlightSqlService for EpistoreFlightSql {
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
 }
 
+/// Refuses an address beyond loopback without a token: what `serve` and `ui` both
+/// check (the command line before it opens the store, the servers again).
+pub fn check_exposure(addr: SocketAddr, token: Option<&str>) -> Result<()> {
+    if token.is_none() && !addr.ip().is_loopback() {
+        return Err(Error::TokenRequired(addr));
+    }
+    Ok(())
+}
+
+/// Binds `addr` after [`check_exposure`]; returns the listener and the address bound
+/// (port 0 picks one).
+pub(crate) async fn bind(addr: SocketAddr, token: Option<&str>) -> Result<(tokio::net::TcpListener, SocketAddr)> {
+    check_exposure(addr, token)?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
+    let local = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
+    Ok((listener, local))
+}
+
 /// Serves until `shutdown` completes; `ready` gets the bound address (port 0 picks one).
 pub async fn serve(
     store: Store,
@@ -641,13 +659,7 @@ pub async fn serve(
     ready: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<()> {
-    if settings.token.is_none() && !settings.addr.ip().is_loopback() {
-        return Err(Error::TokenRequired(settings.addr));
-    }
-    let listener = tokio::net::TcpListener::bind(settings.addr)
-        .await
-        .map_err(|source| Error::Bind { addr: settings.addr, source })?;
-    let local = listener.local_addr().map_err(|source| Error::Bind { addr: settings.addr, source })?;
+    let (listener, local) = bind(settings.addr, settings.token.as_deref()).await?;
     let service = EpistoreFlightSql::new(store, settings);
     // Build the first session now, so a broken store fails at start, not at first query.
     service.engine().await.map_err(|s| epistore_sql::Error::Usage(s.message().to_string()))?;

@@ -462,13 +462,7 @@ pub async fn serve_ui(
     ready: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    if settings.token.is_none() && !settings.addr.ip().is_loopback() {
-        return Err(Error::TokenRequired(settings.addr));
-    }
-    let listener = tokio::net::TcpListener::bind(settings.addr)
-        .await
-        .map_err(|source| Error::Bind { addr: settings.addr, source })?;
-    let local = listener.local_addr().map_err(|source| Error::Bind { addr: settings.addr, source })?;
+    let (listener, local) = crate::bind(settings.addr, settings.token.as_deref()).await?;
     let ui = Arc::new(Ui {
         store: Arc::new(store),
         permits: Semaphore::new(settings.max_concurrent.max(1)),
