@@ -390,3 +390,26 @@ fn links_inside_a_package_directory_are_refused() {
     std::os::unix::fs::symlink("/etc/hostname", dir.join("artifacts-link")).unwrap();
     assert_refused(&store, &before, count, &dir, "links are not allowed", "symlink in dir");
 }
+
+/// A `manifest.json` that is no regular file (a FIFO, a link to a device) makes its
+/// folder a package that is refused by name, not a folder skipped with exit 0 (which
+/// also would have blocked reading the FIFO forever).
+#[test]
+fn a_manifest_that_is_no_regular_file_is_refused_by_name() {
+    let (store, before, count) = loaded_store();
+    let fifo_pkg = store.dir.path().join("fifo-pkg");
+    std::fs::create_dir_all(&fifo_pkg).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(fifo_pkg.join("manifest.json")).status().unwrap();
+    assert!(made.success());
+    assert_refused(&store, &before, count, &fifo_pkg, "manifest.json: not a regular file", "a FIFO");
+
+    let link_pkg = store.dir.path().join("link-pkg");
+    std::fs::create_dir_all(&link_pkg).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", link_pkg.join("manifest.json")).unwrap();
+    assert_refused(&store, &before, count, &link_pkg, "links are not allowed", "a link to /dev/zero");
+    // Found inside a folder of packages too.
+    let parent = store.dir.path().join("folder");
+    std::fs::create_dir_all(&parent).unwrap();
+    std::fs::rename(&link_pkg, parent.join("link-pkg")).unwrap();
+    assert_refused(&store, &before, count, &parent, "links are not allowed", "a link, in a folder");
+}

@@ -141,7 +141,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Source>> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<Source>) -> Result<()> {
-    if dir.join("manifest.json").is_file() {
+    // Anything named manifest.json makes a package, whatever it is: a FIFO or a link
+    // to a device there is then refused by name when the package is read, rather than
+    // the folder skipped without a word.
+    if fs::symlink_metadata(dir.join("manifest.json")).is_ok() {
         out.push(Source::Dir(dir.to_path_buf()));
         return Ok(());
     }
