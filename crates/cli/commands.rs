@@ -807,6 +807,7 @@ pub fn serve(
     addr: std::net::SocketAddr,
     token: Option<String>,
     memory_limit_mib: usize,
+    max_queries: usize,
     query_timeout_secs: u64,
 ) -> Result<ExitCode> {
     use std::io::Write;
@@ -814,6 +815,7 @@ pub fn serve(
         addr,
         token: token.filter(|t| !t.is_empty()),
         memory_limit: memory_limit_mib << 20,
+        max_queries,
         query_timeout: std::time::Duration::from_secs(query_timeout_secs),
     };
     // Refuse before touching the store: the refusal is about the command line.

@@ -186,9 +186,12 @@ enum Command {
         /// Token clients must present.
         #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
         token: Option<String>,
-        /// Memory one query may use, in MiB (operators spill or fail beyond it).
+        /// Memory all queries together may use, in MiB (operators spill or fail beyond it).
         #[arg(long, default_value_t = 2048)]
         memory_limit_mib: usize,
+        /// Queries streaming at once; more wait their turn.
+        #[arg(long, default_value_t = 4)]
+        max_queries: usize,
         /// Time one query may take, in seconds (planning and streaming).
         #[arg(long, default_value_t = 300)]
         query_timeout_secs: u64,
@@ -446,8 +449,8 @@ where
         Command::Export { table, query, all, format, out, partition_by, quiet } => {
             commands::export(&cli.store, table, query, all, format, &out, partition_by.as_deref(), quiet)
         }
-        Command::Serve { addr, token, memory_limit_mib, query_timeout_secs } => {
-            commands::serve(&cli.store, addr, token, memory_limit_mib, query_timeout_secs)
+        Command::Serve { addr, token, memory_limit_mib, max_queries, query_timeout_secs } => {
+            commands::serve(&cli.store, addr, token, memory_limit_mib, max_queries, query_timeout_secs)
         }
         Command::Leaderboard { entries, format, out, better, alpha, bootstrap, publish } => {
             let spec = commands::board_spec(entries, &bootstrap, alpha, better);

@@ -58,3 +58,57 @@ fn a_reader_during_ingest_sees_whole_episodes_only() {
     assert_eq!(final_count, (total + 4) as u64);
     assert!(distinct_counts.len() >= 3, "the reader saw too few intermediate states: {distinct_counts:?}");
 }
+
+/// `serve --max-queries 1`: while one query streams, the next waits for its slot (and
+/// is refused when its deadline passes first); once the first is gone, queries run at
+/// once again. The memory budget is one pool for all of them.
+#[test]
+fn serve_runs_at_most_max_queries_at_once() {
+    use arrow_flight_59::flight_service_client::FlightServiceClient;
+    use arrow_flight_59::sql::{ProstMessageExt, TicketStatementQuery};
+    use arrow_flight_59::Ticket;
+    use prost::Message;
+
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let mut child = store
+        .command()
+        .args(["serve", "--addr", "127.0.0.1:0", "--max-queries", "1", "--query-timeout-secs", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on grpc://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+    let ticket = |sql: &str| {
+        Ticket::new(
+            TicketStatementQuery { statement_handle: sql.to_string().into_bytes().into() }.as_any().encode_to_vec(),
+        )
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let connect = || async {
+            let channel =
+                tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+            FlightServiceClient::new(channel)
+        };
+        let mut first = connect().await;
+        let mut second = connect().await;
+        // A long result, read one message and then held open.
+        let mut held = first.do_get(ticket("SELECT * FROM range(100000000)")).await.unwrap().into_inner();
+        assert!(held.message().await.unwrap().is_some());
+        let started = Instant::now();
+        match second.do_get(ticket("SELECT 1 AS a")).await {
+            Err(status) => assert!(status.message().contains("time limit"), "{status}"),
+            Ok(_) => assert!(started.elapsed() >= Duration::from_millis(2500), "ran beside a held query"),
+        }
+        drop(held);
+        let started = Instant::now();
+        let mut stream = second.do_get(ticket("SELECT 1 AS a")).await.unwrap().into_inner();
+        while stream.message().await.unwrap().is_some() {}
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -13,8 +13,10 @@
 //! - Authentication: with a token, every call must carry `authorization: Bearer TOKEN`
 //!   (or first exchange `Basic any-user:TOKEN` in a Handshake for it). A server bound
 //!   beyond loopback refuses to start without a token.
-//! - Limits: each query runs under a memory pool of its own and a wall-clock deadline
-//!   covering planning and streaming; prepared statements open at once are capped.
+//! - Limits: one memory pool for the whole server (what `--memory-limit-mib` says is what
+//!   all queries together may hold), at most `--max-queries` streaming at once (the
+//!   others wait within their deadline), a wall-clock deadline per query covering
+//!   planning and streaming, and a cap on prepared statements open at once.
 //! - Snapshots: each query reads the store's latest committed snapshot; the session
 //!   (tables, views) is rebuilt only when an ingest has committed since the last one.
 //!
@@ -51,7 +53,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
-use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_plan::SendableRecordBatchStream;
@@ -61,7 +63,7 @@ use epistore_sql::Engine;
 use epistore_store::Store;
 use futures::{Stream, StreamExt, TryStreamExt};
 use prost::Message;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Semaphore};
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -86,8 +88,12 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub struct Settings {
     pub addr: SocketAddr,
     pub token: Option<String>,
-    /// Memory one query may hold (bytes); operators that can spill, spill, and others fail.
+    /// Memory all queries together may hold (bytes): one pool for the server, so the
+    /// number set is what the machine spends; operators that can spill, spill, and
+    /// others fail.
     pub memory_limit: usize,
+    /// Queries streaming at once; the others wait their turn (within their deadline).
+    pub max_queries: usize,
     /// Wall-clock limit of one query, planning and streaming included.
     pub query_timeout: Duration,
 }
@@ -98,12 +104,18 @@ pub struct EpistoreFlightSql {
     settings: Settings,
     session: Mutex<Option<Arc<Engine>>>,
     prepared: prepared::Registry,
+    /// The server-wide memory budget every query draws from.
+    pool: Arc<dyn MemoryPool>,
+    /// One permit per query streaming.
+    queries: Arc<Semaphore>,
 }
 
 impl EpistoreFlightSql {
     pub fn new(store: Store, settings: Settings) -> Self {
         EpistoreFlightSql {
             store: Arc::new(store),
+            pool: Arc::new(FairSpillPool::new(settings.memory_limit)),
+            queries: Arc::new(Semaphore::new(settings.max_queries.max(1))),
             settings,
             session: Mutex::new(None),
             prepared: prepared::Registry::default(),
@@ -147,10 +159,9 @@ impl EpistoreFlightSql {
     /// left unbound, enough for its schema), in a session of its own.
     async fn dataframe(&self, sql: &str, parameters: Vec<ScalarValue>) -> std::result::Result<DataFrame, Status> {
         let engine = self.engine().await?;
-        // A memory pool of its own for this query: the session's tables and views,
-        // this query's limit.
+        // The session's tables and views, the server's memory pool.
         let runtime = RuntimeEnvBuilder::new()
-            .with_memory_pool(Arc::new(FairSpillPool::new(self.settings.memory_limit)))
+            .with_memory_pool(self.pool.clone())
             .build_arc()
             .map_err(|e| Status::internal(e.to_string()))?;
         let state = SessionStateBuilder::new_from_existing(engine.context().state()).with_runtime_env(runtime).build();
@@ -182,21 +193,27 @@ impl EpistoreFlightSql {
         parameters: Vec<ScalarValue>,
     ) -> std::result::Result<Response<DoGetStream>, Status> {
         let deadline = tokio::time::Instant::now() + self.settings.query_timeout;
+        // Waiting for a turn counts against the query's deadline; the permit is held
+        // until the stream ends or the client goes away.
+        let permit = tokio::time::timeout_at(deadline, self.queries.clone().acquire_owned())
+            .await
+            .map_err(|_| Status::deadline_exceeded("waited past the time limit for a free query slot"))?
+            .map_err(|_| Status::unavailable("the server is shutting down"))?;
         let stream = tokio::time::timeout_at(deadline, self.plan(sql, parameters))
             .await
             .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
         let schema = stream.schema();
-        let limited = futures::stream::unfold((stream, false), move |(mut stream, done)| async move {
+        let limited = futures::stream::unfold((stream, permit, false), move |(mut stream, permit, done)| async move {
             if done {
                 return None;
             }
             match tokio::time::timeout_at(deadline, stream.next()).await {
-                Ok(Some(Ok(batch))) => Some((Ok(batch), (stream, false))),
-                Ok(Some(Err(e))) => Some((Err(FlightError::ExternalError(Box::new(e))), (stream, true))),
+                Ok(Some(Ok(batch))) => Some((Ok(batch), (stream, permit, false))),
+                Ok(Some(Err(e))) => Some((Err(FlightError::ExternalError(Box::new(e))), (stream, permit, true))),
                 Ok(None) => None,
                 Err(_) => Some((
                     Err(FlightError::Tonic(Box::new(Status::deadline_exceeded("query exceeded the time limit")))),
-                    (stream, true),
+                    (stream, permit, true),
                 )),
             }
         });
