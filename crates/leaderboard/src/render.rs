@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use epistore_view::{escape_html, script_json};
+use epistore_view::{escape_html, script_json, with_dom_helpers};
 
 use crate::{Entry, Leaderboard, Result};
 
@@ -139,9 +139,9 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
 /// own script.
 pub fn to_html(board: &Leaderboard) -> Result<String> {
     let data = script_json(board)?;
-    Ok(TEMPLATE.replacen("/*EPISTORE_LEADERBOARD_DATA*/null", &data, 1).replacen(
-        "EPISTORE_LEADERBOARD_TITLE",
-        &escape_html(&board.title),
+    Ok(with_dom_helpers(TEMPLATE).replacen("EPISTORE_LEADERBOARD_TITLE", &escape_html(&board.title), 1).replacen(
+        "/*EPISTORE_LEADERBOARD_DATA*/null",
+        &data,
         1,
     ))
 }

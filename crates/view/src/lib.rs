@@ -26,6 +26,15 @@ pub const SCHEMA: &str = "epistore-page/1";
 
 const TEMPLATE: &str = include_str!("page.html");
 
+/// The DOM helpers every page's script starts from (this crate's pages and the
+/// leaderboard's), put where a template says `/*EPISTORE_DOM_JS*/`.
+pub const DOM_JS: &str = include_str!("dom.js");
+
+/// `template` with its `/*EPISTORE_DOM_JS*/` replaced by [`DOM_JS`].
+pub fn with_dom_helpers(template: &str) -> String {
+    template.replacen("/*EPISTORE_DOM_JS*/", DOM_JS, 1)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -158,7 +167,7 @@ pub fn escape_html(s: &str) -> String {
 pub fn render(data: &Value) -> Result<String> {
     let title = data.get("title").and_then(Value::as_str).unwrap_or("epistore");
     // The title first: the second pass then runs over the template, not the data.
-    Ok(TEMPLATE.replacen("EPISTORE_PAGE_TITLE", &escape_html(title), 1).replacen(
+    Ok(with_dom_helpers(TEMPLATE).replacen("EPISTORE_PAGE_TITLE", &escape_html(title), 1).replacen(
         "/*EPISTORE_PAGE_DATA*/null",
         &script_json(data)?,
         1,
@@ -217,6 +226,13 @@ mod tests {
             Links::Server.cell("m/1", "H3", "a&b=c").unwrap(),
             "/cell?model=m%2F1&harness_level=H3&task=a%26b%3Dc"
         );
+    }
+
+    #[test]
+    fn a_rendered_page_has_its_helpers_and_no_placeholder_left() {
+        let html = render(&message_doc("a <title>", "m", &Links::None)).unwrap();
+        assert!(!html.contains("EPISTORE_"), "a placeholder was left in the page");
+        assert!(html.contains("function el(tag, props)") && html.contains("<title>a &lt;title&gt;</title>"));
     }
 
     #[test]
