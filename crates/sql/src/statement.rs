@@ -7,7 +7,7 @@ use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::Result;
 
@@ -23,19 +23,38 @@ pub fn read_only() -> SQLOptions {
     SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }
 
-/// Plans a user's statement read-only, after [`natural_spelling`] and within
-/// [`LIMITS`].
+/// Plans a user's statement read-only, after [`prepare`].
 pub async fn plan_read_only(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
-    check_size(sql)?;
-    Ok(ctx.sql_with_options(&natural_spelling(sql), read_only()).await?)
+    Ok(ctx.sql_with_options(&prepare(sql)?, read_only()).await?)
+}
+
+/// A user's statement (or script) as DataFusion should read it: refused beyond
+/// [`LIMITS`], then in its [`natural_spelling`]. The text is tokenized once for both.
+/// A statement the tokenizer cannot read goes on unchanged, for the parser to report.
+pub fn prepare(sql: &str) -> Result<String> {
+    if sql.len() > LIMITS.bytes {
+        return refuse(format!("{} bytes of SQL, more than the {} allowed", sql.len(), LIMITS.bytes));
+    }
+    match Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() {
+        Ok(tokens) => {
+            check_size(&tokens)?;
+            Ok(rewrite(sql, &tokens))
+        }
+        Err(_) => Ok(sql.to_string()),
+    }
+}
+
+fn refuse<T>(what: String) -> Result<T> {
+    Err(crate::Error::Usage(format!("statement refused: {what}")))
 }
 
 /// How big a statement may be. The parser, planner and optimiser recurse over a
 /// statement's tree, so a tree deep enough overflows the stack and aborts the process
 /// (a 3,000-way `UNION ALL`, or `1+1+...` with 20,000 terms, did in a debug build on an
-/// 8 MiB stack). Statements are refused, with what to change, well before that: the
-/// limits hold a tenfold margin over the largest statement the metric views contain
-/// and a fourfold one below the depth that overflowed.
+/// 8 MiB stack). Statements are refused, with what to change, well before that. The
+/// shipped views use at most 62 operators, 1 set operation and parentheses 5 deep;
+/// sessions run on 32 MiB stacks ([`runtime`]), where a statement at these limits
+/// plans in a debug build (tested through the CLI and `serve`).
 pub struct Limits {
     pub bytes: usize,
     /// UNION, EXCEPT and INTERSECT in one statement.
@@ -56,15 +75,9 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Refuses a statement beyond [`LIMITS`], naming the limit.
-pub fn check_size(sql: &str) -> Result<()> {
-    let refuse = |what: String| Err(crate::Error::Usage(format!("statement refused: {what}")));
-    if sql.len() > LIMITS.bytes {
-        return refuse(format!("{} bytes of SQL, more than the {} allowed", sql.len(), LIMITS.bytes));
-    }
-    // A statement the tokenizer cannot read goes on to the parser, which reports it.
-    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize() else { return Ok(()) };
+fn check_size(tokens: &[TokenWithSpan]) -> Result<()> {
     let (mut set_operations, mut operators, mut depth, mut deepest) = (0, 0, 0usize, 0usize);
-    for token in &tokens {
+    for token in tokens.iter().map(|t| &t.token) {
         match token {
             Token::Word(w) if w.quote_style.is_none() => match w.keyword {
                 Keyword::UNION | Keyword::EXCEPT | Keyword::INTERSECT => set_operations += 1,
@@ -127,9 +140,14 @@ pub fn quote_ident(name: &str) -> String {
 /// tells them apart); a statement the tokenizer cannot read is returned unchanged, for
 /// the parser to report.
 pub fn natural_spelling(sql: &str) -> String {
-    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
-        return sql.to_string();
-    };
+    match Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() {
+        Ok(tokens) => rewrite(sql, &tokens),
+        Err(_) => sql.to_string(),
+    }
+}
+
+/// [`natural_spelling`] over the statement's tokens.
+fn rewrite(sql: &str, tokens: &[TokenWithSpan]) -> String {
     let significant: Vec<usize> =
         (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
     let mut spans = Vec::new();
