@@ -11,7 +11,7 @@ use epistore_leaderboard::{BoardLinks, Leaderboard};
 use epistore_package::parse_hex;
 use epistore_sql::Engine;
 use epistore_store::Snapshot;
-use epistore_view::{episode_doc, list_doc, list_rows, render, FilePolicy, Links};
+use epistore_view::{episode_doc, render, FilePolicy, Links};
 
 use crate::commands::{open_read, progress_bar};
 use crate::{BoardFormat, PublishArgs};
@@ -123,19 +123,9 @@ pub fn publish_board(
 }
 
 fn write_entry_lists(snapshot: &Snapshot, board: &Leaderboard, links: &Links, dir: &Path) -> Result<()> {
-    for (i, entry) in board.entries.iter().enumerate() {
-        let ids = entry
-            .episode_ids
-            .iter()
-            .map(|id| parse_hex(id).with_context(|| format!("bad episode id {id} on the board")))
-            .collect::<Result<Vec<_>>>()?;
-        let rows = list_rows(snapshot, &ids, links)?;
-        let value = entry.value.map_or_else(|| "NULL".into(), |v| format!("{v:.3}"));
-        let title = format!("{}: {} ({} = {value})", board.metric, entry.label, board.metric);
-        let nav = links.nav(&[(&entry.label, None)]);
-        let subtitle = format!("The {} episodes behind this entry's score.", rows.len());
-        let page = render(&list_doc(&title, Some(&subtitle), nav, rows, false))?;
-        std::fs::write(dir.join(format!("entries/{i}.html")), page)
+    for i in 0..board.entries.len() {
+        let doc = epistore_leaderboard::entry_list(board, i, snapshot, links, None)?.expect("an entry of the board");
+        std::fs::write(dir.join(format!("entries/{i}.html")), render(&doc)?)
             .with_context(|| format!("writing the list of entry {i}"))?;
     }
     Ok(())

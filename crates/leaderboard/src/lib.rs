@@ -32,6 +32,36 @@ pub enum Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The episode list page of entry `n` (None: no such entry): the rows of the episodes
+/// its score came from, titled with its value. `board_href` links back to the board
+/// where the board is a page of its own (`epistore ui`); in a static folder the board
+/// is the home page.
+pub fn entry_list(
+    board: &Leaderboard,
+    n: usize,
+    snapshot: &epistore_store::Snapshot,
+    links: &epistore_view::Links,
+    board_href: Option<String>,
+) -> Result<Option<serde_json::Value>> {
+    let Some(entry) = board.entries.get(n) else { return Ok(None) };
+    let ids = entry
+        .episode_ids
+        .iter()
+        .map(|id| {
+            epistore_package::parse_hex(id).ok_or_else(|| Error::Usage(format!("bad episode id {id} on the board")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let rows = epistore_view::list_rows(snapshot, &ids, links)?;
+    let title = format!("{}: {} ({} = {})", board.metric, entry.label, board.metric, render::number(entry.value));
+    let mut steps: Vec<(&str, Option<String>)> = Vec::new();
+    if let Some(href) = board_href {
+        steps.push((&board.title, Some(href)));
+    }
+    steps.push((&entry.label, None));
+    let subtitle = format!("The {} episodes behind this entry's score.", rows.len());
+    Ok(Some(epistore_view::list_doc(&title, Some(&subtitle), links.nav(&steps), rows, false)))
+}
+
 /// What to rank.
 #[derive(Clone, Debug)]
 pub struct Spec {

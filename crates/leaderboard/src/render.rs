@@ -8,7 +8,7 @@ use crate::{Entry, Leaderboard, Result};
 
 const TEMPLATE: &str = include_str!("leaderboard.html");
 
-fn number(v: Option<f64>) -> String {
+pub(crate) fn number(v: Option<f64>) -> String {
     v.map_or_else(|| "NULL".to_string(), |v| format!("{v:.3}"))
 }
 

@@ -305,25 +305,15 @@ async fn entry(
 ) -> Answer {
     let (by, filter, query) = board_query(&q);
     let board = ui.board(&metric, &by, filter).await?;
-    let entry = board.entries.get(n).ok_or_else(|| not_found(format!("the board has no entry {n}")))?;
-    let ids = parse_ids(&entry.episode_ids)?;
     let store = ui.store.clone();
-    let rows = blocking(move || Ok(list_rows(&store.snapshot()?, &ids, &Links::Server)?)).await?;
     let board_href = format!("/leaderboards/{}?{query}", encode(&metric));
-    let title = format!("{}: {} ({} = {})", board.metric, entry.label, board.metric, number(entry.value));
-    let nav = Links::Server.nav(&[(&board.title, Some(board_href)), (&entry.label, None)]);
-    let subtitle = format!("The {} episodes behind this entry's score.", rows.len());
-    Ok(page(StatusCode::OK, &list_doc(&title, Some(&subtitle), nav, rows, false)))
-}
-
-fn number(v: Option<f64>) -> String {
-    v.map_or_else(|| "NULL".into(), |v| format!("{v:.3}"))
-}
-
-fn parse_ids(ids: &[String]) -> std::result::Result<Vec<Hash>, Failure> {
-    ids.iter()
-        .map(|id| epistore_package::parse_hex(id).ok_or_else(|| bad_request(format!("bad episode id {id}"))))
-        .collect()
+    let doc = blocking(move || {
+        let snapshot = store.snapshot()?;
+        epistore_leaderboard::entry_list(&board, n, &snapshot, &Links::Server, Some(board_href))?
+            .ok_or_else(|| not_found(format!("the board has no entry {n}")))
+    })
+    .await?;
+    Ok(page(StatusCode::OK, &doc))
 }
 
 async fn cell(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String>>) -> Answer {
