@@ -187,10 +187,10 @@ impl Snapshot {
         Ok(out)
     }
 
-    /// Episode ids on one task across every (model, harness level), from the cell index
-    /// alone. A skip scan: one key range per (model, level) pair, then a jump past the
+    /// (model, harness level, episode id) of every episode on one task, from the cell
+    /// index alone. A skip scan: one key range per (model, level) pair, then a jump past the
     /// pair, so the cost grows with the pairs and the task's episodes, not the store.
-    pub fn task_ids(&self, task: &str) -> Result<Vec<Hash>> {
+    pub fn task_ids(&self, task: &str) -> Result<Vec<(String, String, Hash)>> {
         let cells = table!(self.txn, CELLS);
         let mut out = Vec::new();
         // The smallest key of the next (model, level) pair: `level + "\0"` is the
@@ -208,7 +208,7 @@ impl Snapshot {
                 if m != model || l != level || t != task {
                     break;
                 }
-                out.push(id);
+                out.push((model.clone(), level.clone(), id));
             }
             next = (model, format!("{level}\0"));
         }

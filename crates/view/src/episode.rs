@@ -263,17 +263,18 @@ fn related_episodes(snapshot: &Snapshot, r: &EpisodeRecord, links: &Links) -> Re
     let mut truncated = false;
     let mut attempts = Vec::new();
     let mut same_task = Vec::new();
-    for other in snapshot.task_ids(&m.task)? {
+    for (model, level, other) in snapshot.task_ids(&m.task)? {
         if other == r.id {
             continue;
         }
-        let Some(o) = snapshot.episode(&other)? else { continue };
-        let same_cell = o.manifest.model == m.model && o.manifest.harness_level == m.harness_level;
+        // The cell index says which list an episode goes to: a full list costs no decode.
+        let same_cell = model == m.model && level == m.harness_level;
         let list = if same_cell { &mut attempts } else { &mut same_task };
         if list.len() >= RELATED_LIMIT {
             truncated = true;
             continue;
         }
+        let Some(o) = snapshot.episode(&other)? else { continue };
         let id = hex(&other);
         list.push(json!({
             "id": id,
@@ -293,8 +294,8 @@ fn related_episodes(snapshot: &Snapshot, r: &EpisodeRecord, links: &Links) -> Re
             v["attempt"].as_i64(),
         )
     };
-    attempts.sort_by_key(by_attempt);
-    same_task.sort_by_key(by_attempt);
+    attempts.sort_by_cached_key(by_attempt);
+    same_task.sort_by_cached_key(by_attempt);
     Ok((attempts, same_task, truncated))
 }
 
