@@ -49,6 +49,9 @@ const INDEX_CELLS: usize = 5_000;
 /// Leaderboards kept built (each is a bootstrap over the store).
 const BOARD_CACHE: usize = 16;
 const TOKEN_COOKIE: &str = "epistore_ui_token";
+/// A page may run its own inline script and style and nothing else: no fetch, no
+/// frame, no image but data URLs.
+const PAGE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
 
 struct Ui {
     store: Arc<Store>,
@@ -109,10 +112,7 @@ fn page(status: StatusCode, data: &Value) -> Response {
             status,
             [
                 (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                (
-                    header::CONTENT_SECURITY_POLICY,
-                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
-                ),
+                (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
                 (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             ],
             html,
@@ -123,16 +123,7 @@ fn page(status: StatusCode, data: &Value) -> Response {
 }
 
 fn html(html: String) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
-            ),
-        ],
-        html,
-    )
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CONTENT_SECURITY_POLICY, PAGE_CSP)], html)
         .into_response()
 }
 
