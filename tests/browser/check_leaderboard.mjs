@@ -14,7 +14,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { loadPlaywright } from "./playwright.mjs";
+import { launchChromium, recordConsole } from "./playwright.mjs";
 
 const [pageArg, shotArg] = process.argv.slice(2);
 if (!pageArg || !shotArg) {
@@ -43,34 +43,12 @@ const summary = {
 
 let browser;
 try {
-  const chromium = await loadPlaywright();
-  const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
-  browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    timeout: 60_000,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
   summary.browser = browser.version();
   const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
 
-  page.on("console", (msg) => {
-    const type = msg.type();
-    if (type === "error" || type === "warning") {
-      const loc = msg.location();
-      consoleMessages.push({ type, text: msg.text(), url: loc?.url ?? "", line: loc?.lineNumber ?? null });
-    }
-  });
+  recordConsole(page, consoleMessages);
   page.on("pageerror", (err) => pageErrors.push(String(err && err.stack ? err.stack : err)));
   page.on("request", (req) => {
     const url = req.url();

@@ -23,7 +23,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { loadPlaywright } from "./playwright.mjs";
+import { launchChromium, recordConsole } from "./playwright.mjs";
 
 const MODES = ["episode", "list", "index", "navigate", "timing"];
 const [mode, target, shotArg] = process.argv.slice(2);
@@ -61,23 +61,10 @@ try {
     return x.origin === pageOrigin.origin;
   };
 
-  const chromium = await loadPlaywright();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    timeout: 60_000,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
-  page.on("console", (msg) => {
-    const type = msg.type();
-    if (type === "error" || type === "warning") {
-      const loc = msg.location();
-      consoleMessages.push({ type, text: msg.text(), url: loc?.url ?? "", line: loc?.lineNumber ?? null });
-    }
-  });
+  recordConsole(page, consoleMessages);
   page.on("pageerror", (err) => consoleMessages.push({ type: "pageerror", text: String(err && err.stack ? err.stack : err) }));
   page.on("request", (req) => { if (!local(req.url())) requests.push({ url: req.url(), method: req.method() }); });
   // nothing leaves the machine, even if the page tried

@@ -28,3 +28,27 @@ export async function loadPlaywright() {
   if (!chromium) throw new Error("playwright-core module has no `chromium` export");
   return chromium;
 }
+
+/// Chromium, headless, with the flags this machine's closed network needs (without
+/// the background-networking ones it retries refused connections at every start).
+export async function launchChromium() {
+  const chromium = await loadPlaywright();
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    timeout: 60_000,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+}
+
+/// Collects the page's console errors and warnings into `into` (type, text, url, line).
+export function recordConsole(page, into) {
+  page.on("console", (msg) => {
+    const type = msg.type();
+    if (type === "error" || type === "warning") {
+      const loc = msg.location();
+      into.push({ type, text: msg.text(), url: loc?.url ?? "", line: loc?.lineNumber ?? null });
+    }
+  });
+}
