@@ -21,6 +21,10 @@ pub enum Error {
     NeedsMigration { path: PathBuf, found: String, expected: String },
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// redb met bytes it cannot make sense of (it panics on some damage; [`guarded`]
+    /// turns that into this error).
+    #[error("the store file is damaged ({0}); `epistore verify` lists what is damaged")]
+    Damaged(String),
     #[error("no episode matches `{0}`")]
     NoEpisode(String),
     #[error("`{0}` matches several episodes; give more of the id")]
@@ -57,3 +61,54 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+thread_local! {
+    /// The last panic raised inside redb on this thread, for [`guarded`].
+    static STORAGE_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Whether a panic was raised in redb's own source (a damaged file: redb trusts its
+/// pages and some damage trips an assertion or an `unwrap` inside it).
+fn raised_in_redb(location: &std::panic::Location<'_>) -> bool {
+    let file = location.file().replace('\\', "/");
+    file.contains("/redb-") || file.starts_with("redb-")
+}
+
+/// Installs, once per process, a panic hook that keeps panics raised inside redb quiet
+/// and records them for [`guarded`]; every other panic goes to the hook that was there.
+fn install_storage_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| match info.location() {
+            Some(location) if raised_in_redb(location) => {
+                let message = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_string());
+                let short = location.file().rsplit("/src/").next().unwrap_or(location.file());
+                let text = format!("redb stopped at {short}:{}: {message}", location.line());
+                STORAGE_PANIC.with_borrow_mut(|slot| *slot = Some(text));
+            }
+            _ => previous(info),
+        }));
+    });
+}
+
+/// Runs `f`, turning a panic raised inside redb into [`Error::Damaged`]. Any other panic
+/// is a bug of ours and goes on unwinding. Every public entry point that reads or
+/// writes the file runs through this, so a damaged store gives an error that says so,
+/// never a backtrace.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    install_storage_panic_hook();
+    STORAGE_PANIC.with_borrow_mut(|slot| *slot = None);
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => match STORAGE_PANIC.with_borrow_mut(|slot| slot.take()) {
+            Some(message) => Err(Error::Damaged(message)),
+            None => std::panic::resume_unwind(payload),
+        },
+    }
+}

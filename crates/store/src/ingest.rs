@@ -113,10 +113,19 @@ fn prepare(raw: RawPackage) -> Item {
         Ok(e) => e,
         Err(problem) => return Item::Rejected { name: raw.name, id: Some(raw.id), reason: problem.to_string() },
     };
-    let trace_counts = TRACE_FILES.map(|(_, kind)| episode.trace_len(kind).map(|n| n as u32));
-    let record = EpisodeRecord {
+    let record = record_of(&raw, &episode);
+    let traces = codec::encode_compressed(&episode);
+    let bytes = raw.total_bytes();
+    let blobs = raw.files.iter().map(|f| (f.hash, codec::encode_blob(&f.bytes))).collect();
+    Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, episode, blobs, record, traces, bytes }))
+}
+
+/// The stored summary of a parsed package (`ingest_seq` is set by the writer). `verify`
+/// derives it again from the stored files through the same function.
+pub(crate) fn record_of(raw: &RawPackage, episode: &Episode) -> EpisodeRecord {
+    EpisodeRecord {
         id: raw.id,
-        ingest_seq: 0, // set by the writer
+        ingest_seq: 0,
         source: raw.name.clone(),
         files: raw
             .files
@@ -126,12 +135,8 @@ fn prepare(raw: RawPackage) -> Item {
         manifest: episode.manifest.clone(),
         outcome: episode.outcome.clone(),
         derived: episode.derived.clone(),
-        trace_counts,
-    };
-    let traces = codec::encode_compressed(&episode);
-    let bytes = raw.total_bytes();
-    let blobs = raw.files.iter().map(|f| (f.hash, codec::encode_blob(&f.bytes))).collect();
-    Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, episode, blobs, record, traces, bytes }))
+        trace_counts: TRACE_FILES.map(|(_, kind)| episode.trace_len(kind).map(|n| n as u32)),
+    }
 }
 
 fn prepare_chunk<U: Sync>(units: &[U], read: &(impl Fn(&U) -> Vec<PackageRead> + Sync)) -> Vec<Item> {
@@ -228,7 +233,9 @@ impl Store {
             });
             let mut seen_this_run: HashSet<Hash> = HashSet::new();
             for (n_sources, items) in rx {
-                self.commit_chunk(db, items, options, &mut seen_this_run, &mut report, &mut on_commit)?;
+                crate::error::guarded(|| {
+                    self.commit_chunk(db, items, options, &mut seen_this_run, &mut report, &mut on_commit)
+                })?;
                 done.sources_done += n_sources;
                 done.packages_done = report.packages.len();
                 done.bytes_read = report.bytes_read;

@@ -22,14 +22,16 @@ mod ingest;
 mod migrate;
 mod read;
 mod tables;
+mod verify;
 #[cfg(test)]
 mod verify_tests;
 
 pub use error::{Error, Result};
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult};
 pub use migrate::{MigrateProgress, MigrateReport, FORMAT1_FILE};
-pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot, VerifyReport};
+pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot};
 pub use tables::{EpisodeRecord, FileEntry, PREVIOUS_FORMAT, STORE_FORMAT};
+pub use verify::{RepairReport, VerifyReport};
 
 use std::path::{Path, PathBuf};
 
@@ -63,6 +65,10 @@ impl Store {
     /// on first use.
     pub fn open_or_create(dir: impl AsRef<Path>) -> Result<Store> {
         let dir = dir.as_ref().to_path_buf();
+        error::guarded(|| Store::open_writer(dir))
+    }
+
+    fn open_writer(dir: PathBuf) -> Result<Store> {
         let io = |path: &Path, e| Error::Io { path: path.to_path_buf(), source: e };
         std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
         let file = dir.join(DB_FILE);
@@ -87,6 +93,10 @@ impl Store {
     /// recovered first (which needs that no writer has it open).
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Store> {
         let dir = dir.as_ref().to_path_buf();
+        error::guarded(|| Store::open_reader(dir))
+    }
+
+    fn open_reader(dir: PathBuf) -> Result<Store> {
         let file = dir.join(DB_FILE);
         if !file.is_file() {
             return Err(Error::NoStore(dir));
@@ -120,6 +130,10 @@ impl Store {
 
     /// A consistent view of the store as of the last commit.
     pub fn snapshot(&self) -> Result<Snapshot> {
+        error::guarded(|| self.begin_snapshot())
+    }
+
+    fn begin_snapshot(&self) -> Result<Snapshot> {
         let txn = match &self.handle {
             Handle::Writer(db) => db.begin_read(),
             Handle::Reader(db) => db.begin_read(),

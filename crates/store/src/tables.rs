@@ -44,6 +44,21 @@ pub(crate) const CELLS: TableDefinition<(&str, &str, &str, [u8; 32]), u64> = Tab
 pub(crate) const SUPERSEDED: TableDefinition<[u8; 32], [u8; 32]> = TableDefinition::new("superseded");
 /// ingest sequence -> bincode [`crate::IngestBatch`]: the append-only ingest log.
 pub(crate) const INGEST_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("ingest_log");
+/// (kind, number) -> the first 16 bytes of blake3 over a stored value: [`SUM_RECORD`]
+/// for an `episode_data` value, [`SUM_TRACES`] for a `trace_data` value, [`SUM_LOG`] for
+/// an `ingest_log` value. Every read that decodes one of them checks it, so a damaged
+/// byte in a record is an error, never a wrong answer. Added after format 2 was fixed
+/// (beside the tables, not inside their values): the first writable open of a store
+/// written without it (or by an older build since) fills in what is missing.
+pub(crate) const CHECKSUMS: TableDefinition<(u8, u64), [u8; 16]> = TableDefinition::new("checksums");
+pub(crate) const SUM_RECORD: u8 = 0;
+pub(crate) const SUM_TRACES: u8 = 1;
+pub(crate) const SUM_LOG: u8 = 2;
+
+/// The checksum kept for a stored value.
+pub(crate) fn checksum(value: &[u8]) -> [u8; 16] {
+    blake3::hash(value).as_bytes()[..16].try_into().expect("16 of 32 bytes")
+}
 
 /// One file of a stored package.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,8 +108,29 @@ pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
             Some(f) => return Err(Error::Format { found: f, expected: STORE_FORMAT.into() }),
         }
         create_tables(&txn)?;
+        fill_checksums(&txn)?;
     }
     txn.commit().map_err(Error::redb)
+}
+
+/// Adds the checksums of values appended without one (a store written before the
+/// table existed, or by an older build since). Values are appended in number order, so
+/// the missing ones are those after the last number that has a checksum.
+fn fill_checksums(txn: &redb::WriteTransaction) -> Result<()> {
+    let mut sums = txn.open_table(CHECKSUMS).map_err(Error::redb)?;
+    for (kind, def) in [(SUM_RECORD, EPISODE_DATA), (SUM_TRACES, TRACE_DATA), (SUM_LOG, INGEST_LOG)] {
+        let last = match sums.range((kind, 0)..=(kind, u64::MAX)).map_err(Error::redb)?.next_back() {
+            Some(entry) => Some(entry.map_err(Error::redb)?.0.value().1),
+            None => None,
+        };
+        let from = last.map_or(0, |n| n + 1);
+        let data = txn.open_table(def).map_err(Error::redb)?;
+        for entry in data.range(from..).map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            sums.insert((kind, number.value()), checksum(value.value())).map_err(Error::redb)?;
+        }
+    }
+    Ok(())
 }
 
 /// Creates every table, so readers never meet a missing one.
@@ -107,6 +143,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(CELLS).map_err(Error::redb)?;
     txn.open_table(INGEST_LOG).map_err(Error::redb)?;
     txn.open_table(SUPERSEDED).map_err(Error::redb)?;
+    txn.open_table(CHECKSUMS).map_err(Error::redb)?;
     Ok(())
 }
 
@@ -121,6 +158,7 @@ pub(crate) struct Appender<'t> {
     cells: redb::Table<'t, (&'static str, &'static str, &'static str, [u8; 32]), u64>,
     superseded: redb::Table<'t, [u8; 32], [u8; 32]>,
     log: redb::Table<'t, u64, &'static [u8]>,
+    sums: redb::Table<'t, (u8, u64), [u8; 16]>,
     next_blob: u64,
     next_episode: u64,
 }
@@ -145,6 +183,7 @@ impl<'t> Appender<'t> {
             cells: txn.open_table(CELLS).map_err(Error::redb)?,
             superseded: txn.open_table(SUPERSEDED).map_err(Error::redb)?,
             log: txn.open_table(INGEST_LOG).map_err(Error::redb)?,
+            sums: txn.open_table(CHECKSUMS).map_err(Error::redb)?,
         })
     }
 
@@ -170,8 +209,11 @@ impl<'t> Appender<'t> {
     pub(crate) fn add_episode(&mut self, id: &Hash, manifest: &Manifest, record: &[u8], traces: &[u8]) -> Result<()> {
         let n = self.next_episode;
         self.episode_index.insert(*id, n).map_err(Error::redb)?;
+        let traces = trace_value(id, traces);
         self.episode_data.insert(n, record).map_err(Error::redb)?;
-        self.trace_data.insert(n, trace_value(id, traces).as_slice()).map_err(Error::redb)?;
+        self.trace_data.insert(n, traces.as_slice()).map_err(Error::redb)?;
+        self.sums.insert((SUM_RECORD, n), checksum(record)).map_err(Error::redb)?;
+        self.sums.insert((SUM_TRACES, n), checksum(&traces)).map_err(Error::redb)?;
         let key = (manifest.model.as_str(), manifest.harness_level.as_str(), manifest.task.as_str(), *id);
         self.cells.insert(key, n).map_err(Error::redb)?;
         if let Some(old) = manifest.supersedes().as_deref().and_then(epistore_package::parse_hex) {
@@ -188,13 +230,14 @@ impl<'t> Appender<'t> {
 
     pub(crate) fn log(&mut self, seq: u64, batch: &[u8]) -> Result<()> {
         self.log.insert(seq, batch).map_err(Error::redb)?;
+        self.sums.insert((SUM_LOG, seq), checksum(batch)).map_err(Error::redb)?;
         Ok(())
     }
 }
 
 /// The value stored in [`TRACE_DATA`]: the id first, so a scan knows whose traces it
 /// reads without a second lookup.
-fn trace_value(id: &Hash, compressed: &[u8]) -> Vec<u8> {
+pub(crate) fn trace_value(id: &Hash, compressed: &[u8]) -> Vec<u8> {
     let mut value = Vec::with_capacity(32 + compressed.len());
     value.extend_from_slice(id);
     value.extend_from_slice(compressed);

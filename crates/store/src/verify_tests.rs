@@ -5,7 +5,7 @@
 use epistore_package::{read_source, Source};
 use redb::{ReadableTable, TableDefinition};
 
-use crate::tables::{BLOB_DATA, EPISODE_INDEX, INGEST_LOG, TRACE_DATA};
+use crate::tables::{BLOB_DATA, CELLS, CHECKSUMS, EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, TRACE_DATA};
 use crate::{IngestOptions, Store};
 
 fn dataset_store() -> (tempfile::TempDir, Store) {
@@ -116,4 +116,112 @@ fn a_gap_in_the_ingest_log_is_found() {
     });
     let found = problems(&store);
     assert!(found.iter().any(|p| p.contains("ingest batch 3 where 2 was due")), "{found:?}");
+}
+
+/// The first episode's number and record, with its label's byte offset in the value.
+fn first_label(txn: &redb::WriteTransaction) -> (u64, Vec<u8>, usize, String) {
+    let number = first_number(txn, EPISODE_DATA);
+    let value = txn.open_table(EPISODE_DATA).unwrap().get(number).unwrap().unwrap().value().to_vec();
+    let label = crate::tables::decode_record(&value).unwrap().outcome.label.expect("the dataset labels its episodes");
+    let at = value.windows(label.len()).position(|w| w == label.as_bytes()).expect("the label is in the record");
+    (number, value, at, label)
+}
+
+#[test]
+fn a_flipped_byte_in_a_record_is_refused_by_reads_found_by_verify_and_repaired() {
+    let (_dir, store) = dataset_store();
+    let mut original = String::new();
+    damage(&store, |txn| {
+        let (number, mut value, at, label) = first_label(txn);
+        original = label;
+        value[at + 2] ^= 0x08; // "failed" -> "fanled": still valid UTF-8, still decodes
+        txn.open_table(EPISODE_DATA).unwrap().insert(number, value.as_slice()).unwrap();
+    });
+    let snapshot = store.snapshot().unwrap();
+    let err = snapshot.episodes().unwrap_err();
+    assert!(err.to_string().contains("do not match their checksum"), "{err}");
+    let report = snapshot.verify().unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains("record: the stored bytes do not match")),
+        "{:?}",
+        report.problems
+    );
+    assert!(report.problems.iter().any(|p| p.contains("record's outcome differs")), "{:?}", report.problems);
+    assert_eq!(report.repairable.len(), 1);
+    drop(snapshot);
+
+    let repair = store.repair().unwrap();
+    assert_eq!((repair.repaired.len(), repair.remaining.clone()), (1, Vec::<String>::new()));
+    let labels: Vec<String> =
+        store.snapshot().unwrap().episodes().unwrap().into_iter().filter_map(|r| r.outcome.label).collect();
+    assert!(labels.contains(&original), "{labels:?}");
+}
+
+#[test]
+fn a_record_rewritten_with_a_matching_checksum_is_still_found_by_derivation() {
+    // Damage that a checksum cannot see (the sum rewritten too): only deriving the
+    // record again from the episode's files finds it.
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let (number, value, _, _) = first_label(txn);
+        let mut record = crate::tables::decode_record(&value).unwrap();
+        record.outcome.label = Some("not-a-label".into());
+        let bytes = crate::codec::encode(&record);
+        txn.open_table(EPISODE_DATA).unwrap().insert(number, bytes.as_slice()).unwrap();
+        let sum = crate::tables::checksum(&bytes);
+        txn.open_table(CHECKSUMS).unwrap().insert((crate::tables::SUM_RECORD, number), sum).unwrap();
+    });
+    let report = store.snapshot().unwrap().verify().unwrap();
+    assert!(report.problems.iter().any(|p| p.contains("record's outcome differs")), "{:?}", report.problems);
+    assert_eq!(report.rederived, 4);
+    store.repair().unwrap();
+    assert_eq!(problems(&store), Vec::<String>::new());
+}
+
+#[test]
+fn a_damaged_manifest_field_moves_the_cell_and_repair_moves_it_back() {
+    let (_dir, store) = dataset_store();
+    let cells_before = store.snapshot().unwrap().cells().unwrap();
+    damage(&store, |txn| {
+        let (number, value, _, _) = first_label(txn);
+        let mut record = crate::tables::decode_record(&value).unwrap();
+        let old = (record.manifest.model.clone(), record.manifest.harness_level.clone(), record.manifest.task.clone());
+        record.manifest.model = "fake-model".into();
+        let bytes = crate::codec::encode(&record);
+        txn.open_table(EPISODE_DATA).unwrap().insert(number, bytes.as_slice()).unwrap();
+        let mut cells = txn.open_table(CELLS).unwrap();
+        cells.remove((old.0.as_str(), old.1.as_str(), old.2.as_str(), record.id)).unwrap();
+        cells.insert(("fake-model", old.1.as_str(), old.2.as_str(), record.id), number).unwrap();
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("record's manifest differs")), "{found:?}");
+    assert!(found.iter().any(|p| p.contains("fake-model")), "{found:?}");
+    let repair = store.repair().unwrap();
+    assert_eq!(repair.remaining, Vec::<String>::new());
+    assert_eq!(store.snapshot().unwrap().cells().unwrap(), cells_before);
+}
+
+#[test]
+fn a_store_without_checksums_gets_them_on_its_next_writable_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_keep, store) = dataset_store();
+        let src = store.dir().to_path_buf();
+        damage(&store, |txn| {
+            txn.delete_table(CHECKSUMS).unwrap();
+        });
+        drop(store);
+        std::fs::copy(src.join(crate::DB_FILE), dir.path().join(crate::DB_FILE)).unwrap();
+    }
+    // Read-only, a store without the table reads unchecked.
+    let reader = Store::open_read_only(dir.path()).unwrap();
+    assert_eq!(reader.snapshot().unwrap().episodes().unwrap().len(), 4);
+    drop(reader);
+    let store = Store::open_or_create(dir.path()).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(store.writer().unwrap()).unwrap();
+    let sums = txn.open_table(CHECKSUMS).unwrap();
+    // 4 records, 4 trace records, 1 ingest batch.
+    assert_eq!(redb::ReadableTableMetadata::len(&sums).unwrap(), 9);
+    drop((sums, txn));
+    assert_eq!(problems(&store), Vec::<String>::new());
 }

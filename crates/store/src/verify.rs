@@ -1,0 +1,476 @@
+//! `verify`: every table checked against the others, every stored value against its
+//! checksum, every blob re-hashed, and every episode's record and typed traces derived
+//! again from its files and compared with what is stored. `repair` rewrites the derived
+//! values of the episodes whose files are intact.
+//!
+//! What is derived (records, traces, cell index entries, checksums) can be rebuilt;
+//! what was ingested (the files, found by their hashes) cannot, so a damaged blob or a
+//! record whose file listing no longer hashes to the episode id is reported, never
+//! "repaired" into something else.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use epistore_package::{episode_id, hex, parse_package, Episode, Hash, RawPackage};
+use rayon::prelude::*;
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use crate::codec;
+use crate::error::{guarded, Error, Result};
+use crate::ingest::record_of;
+use crate::read::{table, IngestBatch, Snapshot};
+use crate::tables::{
+    checksum, decode_record, split_trace_value, trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, CHECKSUMS,
+    EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, SUM_LOG, SUM_RECORD, SUM_TRACES, TRACE_DATA,
+};
+use crate::Store;
+
+/// What `verify` found. The store is intact when `problems` is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub blobs: u64,
+    pub blob_bytes: u64,
+    pub episodes: u64,
+    pub cells: u64,
+    pub batches: u64,
+    /// Episodes whose record and traces were derived again from their files.
+    pub rederived: u64,
+    pub problems: Vec<String>,
+    /// Episodes with a problem that [`Store::repair`] can mend: their files are intact,
+    /// only what was derived from them is damaged.
+    pub repairable: Vec<Hash>,
+}
+
+/// What [`Store::repair`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    /// Episodes whose record, traces, checksums and cell entry were written again.
+    pub repaired: Vec<Hash>,
+    /// What is still wrong afterwards (damage to ingested files, which nothing can undo).
+    pub remaining: Vec<String>,
+}
+
+/// Episodes derived again per parallel step: bounds the files held in memory.
+const REDERIVE_CHUNK: usize = 64;
+
+/// An episode's derived values as this build computes them from its files.
+struct Rederived {
+    record: EpisodeRecord,
+    /// The `trace_data` value (id ++ compressed traces).
+    traces: Vec<u8>,
+    /// The uncompressed encoding of the traces, to compare with what is stored.
+    traces_plain: Vec<u8>,
+}
+
+impl Snapshot {
+    /// An index's entries keyed by number; numbers that two entries share are problems.
+    fn by_number(
+        &self,
+        index: redb::TableDefinition<[u8; 32], u64>,
+        what: &str,
+        problems: &mut Vec<String>,
+    ) -> Result<HashMap<u64, Hash>> {
+        let mut out = HashMap::new();
+        for entry in table!(self.txn, index).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            if let Some(other) = out.insert(value.value(), key.value()) {
+                problems.push(format!(
+                    "{what} {} and {} share number {}",
+                    hex(&other),
+                    hex(&key.value()),
+                    value.value()
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A stored value's checksum problem, if it has one (see [`Snapshot::check_sum`]).
+    fn sum_problem(&self, kind: u8, number: u64, value: &[u8], what: impl FnOnce() -> String) -> Option<String> {
+        match self.check_sum(kind, number, value, what) {
+            Ok(()) => None,
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    /// Checks everything (see the module comment). Never stops at the first problem:
+    /// it reports them all, naming the episode where one is concerned.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        guarded(|| {
+            let mut report = VerifyReport::default();
+            let blob_ids = self.verify_blobs(&mut report)?;
+            let logged = self.verify_log(&mut report)?;
+            self.verify_episodes(&mut report, &blob_ids, &logged)?;
+            report.repairable.sort_unstable();
+            report.repairable.dedup();
+            Ok(report)
+        })
+    }
+
+    /// Blobs: each in exactly one index entry, decodable, hashing to its key.
+    fn verify_blobs(&self, report: &mut VerifyReport) -> Result<HashSet<Hash>> {
+        let mut blob_numbers = self.by_number(BLOB_INDEX, "blobs", &mut report.problems)?;
+        let mut intact = HashSet::new();
+        for entry in table!(self.txn, BLOB_DATA).iter().map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            let number = number.value();
+            report.blobs += 1;
+            let Some(key) = blob_numbers.remove(&number) else {
+                report.problems.push(format!("blob number {number} is in no index entry"));
+                continue;
+            };
+            match codec::decode_blob(value.value()) {
+                Ok(bytes) => {
+                    report.blob_bytes += bytes.len() as u64;
+                    if *blake3::hash(&bytes).as_bytes() == key {
+                        intact.insert(key);
+                    } else {
+                        report.problems.push(format!("blob {} does not hash to its key", hex(&key)));
+                    }
+                }
+                Err(e) => report.problems.push(format!("blob {}: {e}", hex(&key))),
+            }
+        }
+        for (number, key) in blob_numbers {
+            report.problems.push(format!("blob {} points at number {number}, which holds nothing", hex(&key)));
+        }
+        Ok(intact)
+    }
+
+    /// The ingest log: numbered 1, 2, 3, ... without gaps, each entry intact. Returns
+    /// the batch that added each episode.
+    fn verify_log(&self, report: &mut VerifyReport) -> Result<HashMap<Hash, u64>> {
+        let mut logged = HashMap::new();
+        for entry in table!(self.txn, INGEST_LOG).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            let seq = key.value();
+            report.batches += 1;
+            // Readers rely on the sequence numbers running 1, 2, 3, ... (`ingest_batch`).
+            if seq != report.batches {
+                report.problems.push(format!("ingest batch {seq} where {} was due: the log has a gap", report.batches));
+            }
+            if let Some(p) = self.sum_problem(SUM_LOG, seq, value.value(), || format!("ingest batch {seq}")) {
+                report.problems.push(p);
+            }
+            let batch: IngestBatch = match codec::decode(value.value()) {
+                Ok(b) => b,
+                Err(e) => {
+                    report.problems.push(format!("ingest batch {seq}: {e}"));
+                    continue;
+                }
+            };
+            if batch.seq != seq {
+                report.problems.push(format!("ingest batch {seq} records sequence {}", batch.seq));
+            }
+            for id in batch.episodes {
+                if let Some(first) = logged.insert(id, seq) {
+                    report.problems.push(format!("episode {} is in ingest batches {first} and {seq}", hex(&id)));
+                }
+            }
+        }
+        Ok(logged)
+    }
+
+    /// Episodes: index, record, traces, checksums and cell entries agree, and the
+    /// record and traces are what the episode's files derive.
+    fn verify_episodes(
+        &self,
+        report: &mut VerifyReport,
+        blob_ids: &HashSet<Hash>,
+        logged: &HashMap<Hash, u64>,
+    ) -> Result<()> {
+        let mut numbers = self.by_number(EPISODE_INDEX, "episodes", &mut report.problems)?;
+        let indexed = table!(self.txn, EPISODE_INDEX).len().map_err(Error::redb)?;
+        let mut traced = BTreeSet::new();
+        let mut bad_trace_sums = HashSet::new();
+        for entry in table!(self.txn, TRACE_DATA).iter().map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            let number = number.value();
+            traced.insert(number);
+            if let Some(p) = self.sum_problem(SUM_TRACES, number, value.value(), || format!("trace record {number}")) {
+                report.problems.push(p);
+                bad_trace_sums.insert(number);
+            }
+            match split_trace_value(value.value()) {
+                Err(e) => report.problems.push(format!("trace record {number}: {e}")),
+                Ok((id, _)) if numbers.get(&number) != Some(&id) => report.problems.push(format!(
+                    "trace record {number} names episode {}, which the index does not put there",
+                    hex(&id)
+                )),
+                Ok(_) => {}
+            }
+        }
+
+        // (model, level, task, id, number) the cell index must hold.
+        let mut cells_expected = HashSet::new();
+        let mut ids = HashSet::new();
+        let mut to_rederive: Vec<(u64, EpisodeRecord)> = Vec::new();
+        for entry in table!(self.txn, EPISODE_DATA).iter().map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            let number = number.value();
+            report.episodes += 1;
+            let Some(key) = numbers.remove(&number) else {
+                report.problems.push(format!("episode record {number} is in no index entry"));
+                continue;
+            };
+            ids.insert(key);
+            let name = hex(&key);
+            if !traced.remove(&number) {
+                report.problems.push(format!("episode {name}: no trace record"));
+            }
+            let sum_problem = self.sum_problem(SUM_RECORD, number, value.value(), || format!("episode {name}: record"));
+            let record = match decode_record(value.value()) {
+                Ok(r) => r,
+                Err(e) => {
+                    report.problems.push(format!("episode {name}: {e}"));
+                    continue;
+                }
+            };
+            if record.id != key {
+                report.problems.push(format!("episode {name}: record names id {}", hex(&record.id)));
+                continue;
+            }
+            if episode_id(record.files.iter().map(|f| (f.path.as_str(), &f.hash))) != key {
+                report.problems.push(format!("episode {name}: file listing does not hash to the id"));
+                continue;
+            }
+            let mut files_intact = true;
+            for file in &record.files {
+                if !blob_ids.contains(&file.hash) {
+                    report.problems.push(format!("episode {name}: file {} has no intact blob", file.path));
+                    files_intact = false;
+                }
+            }
+            if let Some(p) = sum_problem {
+                report.problems.push(p);
+                if files_intact {
+                    report.repairable.push(key);
+                }
+            }
+            let m = &record.manifest;
+            cells_expected.insert((m.model.clone(), m.harness_level.clone(), m.task.clone(), key, number));
+            if files_intact {
+                to_rederive.push((number, record));
+            }
+        }
+        if indexed != report.episodes {
+            report
+                .problems
+                .push(format!("the episode index counts {indexed} episodes; {} records are stored", report.episodes));
+        }
+        for (number, key) in numbers {
+            report.problems.push(format!("episode {} points at number {number}, which holds no record", hex(&key)));
+        }
+        for number in traced {
+            report.problems.push(format!("trace record {number} belongs to no episode record"));
+        }
+
+        // Derive again, and put the cell entries this build derives in place of the
+        // stored ones (a damaged manifest field must show as a wrong cell entry too).
+        for chunk in to_rederive.chunks(REDERIVE_CHUNK) {
+            for (number, stored, fresh) in self.rederive_chunk(chunk, logged)? {
+                let name = hex(&stored.id);
+                report.rederived += 1;
+                let fresh = match fresh {
+                    Ok(fresh) => fresh,
+                    Err(problem) => {
+                        report.problems.push(format!("episode {name}: its files no longer parse: {problem}"));
+                        continue;
+                    }
+                };
+                let damaged = self.compare_stored(number, &stored, &fresh)?;
+                let (m, fm) = (&stored.manifest, &fresh.record.manifest);
+                if (&m.model, &m.harness_level, &m.task) != (&fm.model, &fm.harness_level, &fm.task) {
+                    cells_expected.remove(&(
+                        m.model.clone(),
+                        m.harness_level.clone(),
+                        m.task.clone(),
+                        stored.id,
+                        number,
+                    ));
+                    cells_expected.insert((
+                        fm.model.clone(),
+                        fm.harness_level.clone(),
+                        fm.task.clone(),
+                        stored.id,
+                        number,
+                    ));
+                }
+                damaged.iter().for_each(|p| report.problems.push(format!("episode {name}: {p}")));
+                if !damaged.is_empty() || bad_trace_sums.contains(&number) {
+                    report.repairable.push(stored.id);
+                }
+            }
+        }
+
+        for entry in table!(self.txn, CELLS).iter().map_err(Error::redb)? {
+            let (key, value) = entry.map_err(Error::redb)?;
+            let (m, l, t, id) = key.value();
+            report.cells += 1;
+            if !cells_expected.remove(&(m.to_string(), l.to_string(), t.to_string(), id, value.value())) {
+                report.problems.push(format!("cell index entry ({m}, {l}, {t}, {}) names no such episode", hex(&id)));
+                if ids.contains(&id) {
+                    report.repairable.push(id);
+                }
+            }
+        }
+        for (m, l, t, id, _) in cells_expected {
+            report.problems.push(format!("episode {} is missing from the cell index ({m}, {l}, {t})", hex(&id)));
+            report.repairable.push(id);
+        }
+        for id in &ids {
+            if !logged.contains_key(id) {
+                report.problems.push(format!("episode {} is in no ingest batch", hex(id)));
+            }
+        }
+        for id in logged.keys().filter(|id| !ids.contains(*id)) {
+            report.problems.push(format!("an ingest batch names missing episode {}", hex(id)));
+        }
+        Ok(())
+    }
+
+    /// Derives a chunk of episodes again: their files are read under the snapshot in
+    /// order, then parsed in parallel.
+    #[allow(clippy::type_complexity)]
+    fn rederive_chunk(
+        &self,
+        chunk: &[(u64, EpisodeRecord)],
+        logged: &HashMap<Hash, u64>,
+    ) -> Result<Vec<(u64, EpisodeRecord, std::result::Result<Rederived, String>)>> {
+        let mut packages = Vec::with_capacity(chunk.len());
+        for (number, stored) in chunk {
+            let mut files = BTreeMap::new();
+            for file in &stored.files {
+                files.insert(file.path.clone(), self.blob(&file.hash)?);
+            }
+            packages.push((*number, stored.clone(), RawPackage::new(stored.source.clone(), files)));
+        }
+        Ok(packages
+            .into_par_iter()
+            .map(|(number, stored, raw)| {
+                let fresh = rederive(&stored, &raw, logged);
+                (number, stored, fresh)
+            })
+            .collect())
+    }
+
+    /// What differs between the stored values of an episode and those derived again.
+    fn compare_stored(&self, number: u64, stored: &EpisodeRecord, fresh: &Rederived) -> Result<Vec<String>> {
+        let mut differ = Vec::new();
+        let r = &fresh.record;
+        let fields = [
+            ("ingest batch", stored.ingest_seq != r.ingest_seq),
+            ("file listing", stored.files != r.files),
+            ("manifest", stored.manifest != r.manifest),
+            ("outcome", stored.outcome != r.outcome),
+            ("derived state", stored.derived != r.derived),
+            ("trace counts", stored.trace_counts != r.trace_counts),
+        ];
+        for (field, different) in fields {
+            if different {
+                differ.push(format!("the stored record's {field} differs from what its files derive"));
+            }
+        }
+        let traces = table!(self.txn, TRACE_DATA).get(number).map_err(Error::redb)?;
+        match traces.as_ref().map(|v| split_trace_value(v.value())) {
+            Some(Ok((_, compressed))) => match codec::decode_blob(compressed) {
+                Ok(plain) if plain == fresh.traces_plain => {}
+                Ok(_) => differ.push("the stored traces differ from what its files derive".to_string()),
+                Err(e) => differ.push(format!("the stored traces: {e}")),
+            },
+            Some(Err(e)) => differ.push(e.to_string()),
+            None => {} // reported above as a missing trace record
+        }
+        Ok(differ)
+    }
+}
+
+/// Derives an episode's record and traces from its files as ingest does, keeping what
+/// the files cannot say: where it was read from, and (from the log) its batch.
+fn rederive(
+    stored: &EpisodeRecord,
+    raw: &RawPackage,
+    logged: &HashMap<Hash, u64>,
+) -> std::result::Result<Rederived, String> {
+    let episode: Episode = parse_package(raw).map_err(|p| p.to_string())?;
+    let mut record = record_of(raw, &episode);
+    record.ingest_seq = logged.get(&stored.id).copied().unwrap_or(stored.ingest_seq);
+    let traces_plain = codec::encode(&episode);
+    let traces = trace_value(&stored.id, &codec::encode_blob(&traces_plain));
+    Ok(Rederived { record, traces, traces_plain })
+}
+
+impl Store {
+    /// Verifies, then writes again the derived values (record, traces, checksums, cell
+    /// entry) of every episode whose files are intact but whose derived values are
+    /// damaged, in one transaction. Ingested files are never rewritten.
+    pub fn repair(&self) -> Result<RepairReport> {
+        guarded(|| {
+            let db = self.writer()?;
+            let snapshot = self.snapshot()?;
+            let found = snapshot.verify()?;
+            let mut report = RepairReport::default();
+            if found.repairable.is_empty() {
+                report.remaining = found.problems;
+                return Ok(report);
+            }
+            let logged = snapshot.verify_log(&mut VerifyReport::default())?;
+            let mut fresh = Vec::new();
+            for id in &found.repairable {
+                let Some(number) = snapshot.number(id)? else { continue };
+                let stored = table!(snapshot.txn, EPISODE_DATA)
+                    .get(number)
+                    .map_err(Error::redb)?
+                    .map(|v| decode_record(v.value()))
+                    .transpose()?;
+                let Some(stored) = stored else { continue };
+                for (number, stored, derived) in snapshot.rederive_chunk(&[(number, stored)], &logged)? {
+                    if let Ok(derived) = derived {
+                        fresh.push((number, stored, derived));
+                    }
+                }
+            }
+            drop(snapshot);
+            self.write_repairs(db, &fresh)?;
+            report.repaired = fresh.iter().map(|(_, stored, _)| stored.id).collect();
+            report.remaining = self.snapshot()?.verify()?.problems;
+            Ok(report)
+        })
+    }
+
+    fn write_repairs(&self, db: &redb::Database, fresh: &[(u64, EpisodeRecord, Rederived)]) -> Result<()> {
+        let txn = db.begin_write().map_err(Error::redb)?;
+        {
+            let mut records = txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
+            let mut traces = txn.open_table(TRACE_DATA).map_err(Error::redb)?;
+            let mut sums = txn.open_table(CHECKSUMS).map_err(Error::redb)?;
+            let mut cells = txn.open_table(CELLS).map_err(Error::redb)?;
+            let repaired: HashSet<Hash> = fresh.iter().map(|(_, stored, _)| stored.id).collect();
+            // Cell entries of a repaired episode go, then its derived one comes back.
+            let stale: Vec<(String, String, String, Hash)> = cells
+                .iter()
+                .map_err(Error::redb)?
+                .filter_map(|entry| entry.ok())
+                .map(|(key, _)| {
+                    let (m, l, t, id) = key.value();
+                    (m.to_string(), l.to_string(), t.to_string(), id)
+                })
+                .filter(|(_, _, _, id)| repaired.contains(id))
+                .collect();
+            for (m, l, t, id) in &stale {
+                cells.remove((m.as_str(), l.as_str(), t.as_str(), *id)).map_err(Error::redb)?;
+            }
+            for (number, _, derived) in fresh {
+                let record = &derived.record;
+                let bytes = codec::encode(&record);
+                records.insert(*number, bytes.as_slice()).map_err(Error::redb)?;
+                traces.insert(*number, derived.traces.as_slice()).map_err(Error::redb)?;
+                sums.insert((SUM_RECORD, *number), checksum(&bytes)).map_err(Error::redb)?;
+                sums.insert((SUM_TRACES, *number), checksum(&derived.traces)).map_err(Error::redb)?;
+                let m = &record.manifest;
+                let key = (m.model.as_str(), m.harness_level.as_str(), m.task.as_str(), record.id);
+                cells.insert(key, *number).map_err(Error::redb)?;
+            }
+        }
+        txn.commit().map_err(Error::redb)
+    }
+}
