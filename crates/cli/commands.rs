@@ -457,30 +457,82 @@ pub fn export_package(store_dir: &Path, episode: &str, dir: &Path) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn verify(store_dir: &Path, format: OutputFormat) -> Result<ExitCode> {
-    let store = open_read(store_dir)?;
-    let report = store.snapshot()?.verify()?;
-    let intact = report.problems.is_empty();
+pub fn verify(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<ExitCode> {
+    let (report, repaired, segments, segment_problems) = if repair {
+        if !store_dir.join(epistore_store::DB_FILE).is_file() {
+            return Err(epistore_store::Error::NoStore(store_dir.to_path_buf()).into());
+        }
+        // A plain writable open: redb's own page check (`set_check_integrity_on_open`)
+        // refuses any file with a damaged page and cannot mend one, where rewriting the
+        // derived values puts them on fresh pages.
+        let store = Store::open_or_create(store_dir)?;
+        let repaired = store.repair()?;
+        let snapshot = store.snapshot()?;
+        let (segments, mut segment_problems) = epistore_sql::columnar::verify_segments(&store, &snapshot, true)?;
+        drop(snapshot);
+        if !segment_problems.is_empty() {
+            // Removed above; built again from the (repaired) store now.
+            epistore_sql::columnar::refresh(&store, &|_, _| {})?;
+            let snapshot = store.snapshot()?;
+            segment_problems = epistore_sql::columnar::verify_segments(&store, &snapshot, false)?.1;
+        }
+        (store.snapshot()?.verify()?, Some(repaired), segments, segment_problems)
+    } else {
+        let store = match Store::open_read_only(store_dir) {
+            Ok(store) => store,
+            // Damage that stops the file from opening is still a verdict: damaged.
+            Err(e @ epistore_store::Error::Damaged(_)) => {
+                let problem = e.to_string();
+                match format {
+                    OutputFormat::Json => println!("{}", json!({"intact": false, "problems": [problem]})),
+                    _ => println!("DAMAGED: the store cannot be opened\nproblem: {problem}"),
+                }
+                return Ok(ExitCode::from(1));
+            }
+            Err(e) => return Err(e).with_context(|| format!("opening the store at {}", store_dir.display())),
+        };
+        let snapshot = store.snapshot()?;
+        let (segments, segment_problems) = epistore_sql::columnar::verify_segments(&store, &snapshot, false)?;
+        (snapshot.verify()?, None, segments, segment_problems)
+    };
+    let problems: Vec<&String> = report.problems.iter().chain(&segment_problems).collect();
+    let intact = problems.is_empty();
+    let repaired_ids: Vec<String> = repaired.iter().flat_map(|r| r.repaired.iter().map(hex)).collect();
     match format {
         OutputFormat::Json => println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "intact": intact, "episodes": report.episodes, "blobs": report.blobs, "blob_bytes": report.blob_bytes,
-                "cells": report.cells, "batches": report.batches, "problems": report.problems,
+                "intact": intact, "episodes": report.episodes, "rederived": report.rederived, "blobs": report.blobs,
+                "blob_bytes": report.blob_bytes, "cells": report.cells, "batches": report.batches,
+                "segments": segments, "problems": problems,
+                "repairable": report.repairable.iter().map(hex).collect::<Vec<_>>(),
+                "repaired": repaired_ids,
             }))?
         ),
         _ => {
             println!(
-                "{}: {} episodes, {} blobs ({} bytes), {} cell index entries, {} ingest batches",
+                "{}: {} episodes ({} derived again from their files), {} blobs ({} bytes), {} cell index entries, \
+                 {} ingest batches, {} columnar segments",
                 if intact { "intact" } else { "DAMAGED" },
                 report.episodes,
+                report.rederived,
                 report.blobs,
                 report.blob_bytes,
                 report.cells,
-                report.batches
+                report.batches,
+                segments
             );
-            for p in &report.problems {
+            for id in &repaired_ids {
+                println!("repaired: episode {id} (record, traces, checksums and cell entry derived again)");
+            }
+            for p in &problems {
                 println!("problem: {p}");
+            }
+            if !intact && !repair && !report.repairable.is_empty() {
+                println!(
+                    "{} episodes have intact files and damaged derived data: `epistore verify --repair` rebuilds it",
+                    report.repairable.len()
+                );
             }
         }
     }

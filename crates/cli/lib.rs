@@ -38,7 +38,7 @@ Examples:
   epistore ui                                        # browse cells, boards, episodes at :8765
   epistore leaderboard --metric sound_completion --format html --out site/ --with-episodes
   epistore export-package 3fa9 /tmp/out              # the package back out, byte-identical
-  epistore verify                                    # re-hash every blob, check every index
+  epistore verify                                    # check every blob, record, index and segment
   epistore synth --episodes 10000 --out /tmp/pop     # a realistic synthetic population
 
 The store lives in --store DIR, else $EPISTORE_STORE, else ./.epistore; `ingest`
@@ -322,10 +322,17 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Re-hash every blob and check every index. Exits 0 only when the store is intact.
+    /// Check the whole store: every blob re-hashed, every record and trace against its
+    /// checksum and derived again from its files, every index, every columnar segment
+    /// against its manifest. Exits 0 only when the store is intact.
     Verify {
         #[arg(long, value_enum, default_value = "table")]
         format: OutputFormat,
+        /// Rebuild what is derived (records, traces, cell entries, checksums, segments)
+        /// for episodes whose files are intact. Damaged files cannot be rebuilt: they
+        /// stay reported.
+        #[arg(long)]
+        repair: bool,
     },
 }
 
@@ -473,7 +480,7 @@ where
             commands::show(&cli.store, &episode, format.as_output())
         }
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
-        Command::Verify { format } => commands::verify(&cli.store, format),
+        Command::Verify { format, repair } => commands::verify(&cli.store, format, repair),
         Command::Compact => commands::compact(&cli.store),
         Command::Migrate { format, quiet } => commands::migrate(&cli.store, format, quiet),
         Command::Synth { episodes, first, out, ingest: _, format, seed, models, tasks, output_scale, quiet } => {

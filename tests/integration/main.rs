@@ -7,6 +7,7 @@ mod cli;
 mod columnar;
 mod concurrency;
 mod crash;
+mod damage;
 mod dataset;
 mod export;
 mod import;

@@ -16,6 +16,16 @@
 //! The store stays the source of truth: a missing segment is rebuilt from it, a segment
 //! newer than a session's snapshot is ignored by that session, and deleting the whole
 //! `columnar/` directory loses nothing.
+//!
+//! Each segment ends with a manifest (`manifest.json`: every file's name, size,
+//! modification time and blake3), written last, before the directory is renamed into
+//! place. A session checks it before reading the segment: sizes always, and the hash of
+//! a file whose size or time changed; `verify` hashes every file. A segment that fails
+//! (a file deleted, emptied, rewritten, or no manifest at all) is never read: it is
+//! removed and built again from the store. The manifest lives with the segment, not in
+//! the store, because segments are built by readers too, which cannot write the store;
+//! what ties a segment to the store is checked by `verify` (its episode count against
+//! the ingest log entries it covers).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -60,6 +70,10 @@ const SEGMENT_EPISODES: usize = 8_192;
 /// Episodes decoded and turned into Arrow at a time while building a segment.
 const BUILD_CHUNK: usize = 2_048;
 const ROW_GROUP_ROWS: usize = 65_536;
+
+/// The file, in each segment directory, that lists the segment's files.
+pub const MANIFEST_FILE: &str = "manifest.json";
+const MANIFEST_FORMAT: &str = "epistore-segment/1";
 
 /// A segment on disk: ingest-log entries `first..=last`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,7 +157,8 @@ pub fn segments_for(store: &Store, snapshot: &Snapshot, progress: Progress) -> R
     let mut missing: Vec<Vec<IngestBatch>> = Vec::new();
     let mut seq = 1;
     while seq <= last_seq {
-        if let Some(seg) = existing.iter().find(|s| s.first == seq && s.last >= seq && s.last <= last_seq) {
+        let usable = existing.iter().find(|s| s.first == seq && s.last >= seq && s.last <= last_seq);
+        if let Some(seg) = usable.filter(|seg| discard_if_damaged(seg)) {
             chosen.push(Ok(seg.clone()));
             seq = seg.last + 1;
             continue;
@@ -221,13 +236,46 @@ fn write_segment(
     dir: &Path,
     first: u64,
     last: u64,
-    mut items: Vec<(EpisodeRecord, Loaded)>,
+    items: Vec<(EpisodeRecord, Loaded)>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Segment> {
     let name = segment_name(first, last);
     let target = dir.join(&name);
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    let episodes = items.len() as u64;
+    // Nothing half-written stays behind: a failed build (a full disk) removes its files,
+    // and reports the failure as one of writing, so a reader falls back to the store.
+    let written = write_segment_files(&tmp, items, progress)
+        .and_then(|()| write_manifest(&tmp, first, last, episodes))
+        .map_err(|e| match e {
+            Error::Store(_) => e,
+            other => io(&tmp, std::io::Error::other(other.to_string())),
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    // Another reader may have built the same segment meanwhile: theirs is as good.
+    match std::fs::rename(&tmp, &target) {
+        Ok(()) => {}
+        Err(_) if target.is_dir() => {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(io(&target, e));
+        }
+    }
+    Ok(Segment { first, last, dir: target })
+}
+
+/// The Parquet files of one segment, into `tmp`.
+fn write_segment_files(
+    tmp: &Path,
+    mut items: Vec<(EpisodeRecord, Loaded)>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<()> {
     items.sort_unstable_by(|(a, _), (b, _)| {
         (&a.manifest.model, &a.manifest.harness_level, &a.manifest.task, &a.id).cmp(&(
             &b.manifest.model,
@@ -283,15 +331,187 @@ fn write_segment(
     for writer in writers.into_iter().chain(derived_writers.into_iter().flatten()) {
         writer.close()?;
     }
-    // Another reader may have built the same segment meanwhile: theirs is as good.
-    match std::fs::rename(&tmp, &target) {
-        Ok(()) => {}
-        Err(_) if target.is_dir() => {
-            let _ = std::fs::remove_dir_all(&tmp);
-        }
-        Err(e) => return Err(io(&target, e)),
+    Ok(())
+}
+
+/// A file as the manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ListedFile {
+    name: String,
+    bytes: u64,
+    mtime_ns: u128,
+    blake3: String,
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
+    meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos())
+}
+
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(std::fs::File::open(path)?)?;
+    Ok(hasher.finalize().to_hex().to_string())
+}
+
+/// Lists every file of the segment in `dir` into its manifest, synced, so the rename
+/// that follows publishes a segment whose manifest describes it.
+fn write_manifest(dir: &Path, first: u64, last: u64, episodes: u64) -> Result<()> {
+    let mut files = Vec::new();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| io(dir, e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    names.sort();
+    for name in names {
+        let path = dir.join(&name);
+        std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| io(&path, e))?;
+        let meta = std::fs::metadata(&path).map_err(|e| io(&path, e))?;
+        let blake3 = hash_file(&path).map_err(|e| io(&path, e))?;
+        files.push(serde_json::json!({"name": name, "bytes": meta.len(), "mtime_ns": mtime_ns(&meta).to_string(), "blake3": blake3}));
     }
-    Ok(Segment { first, last, dir: target })
+    let manifest = serde_json::json!({
+        "format": MANIFEST_FORMAT, "first": first, "last": last, "episodes": episodes, "files": files,
+    });
+    let path = dir.join(MANIFEST_FILE);
+    let text = serde_json::to_vec_pretty(&manifest).expect("a JSON value serialises");
+    std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+    std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| io(&path, e))
+}
+
+/// A segment's manifest: (episodes, files), or why it cannot be read.
+fn read_manifest(seg: &Segment) -> std::result::Result<(u64, Vec<ListedFile>), String> {
+    let path = seg.dir.join(MANIFEST_FILE);
+    let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    let field = |name: &str| value.get(name).ok_or_else(|| format!("{}: no `{name}`", path.display()));
+    if field("format")?.as_str() != Some(MANIFEST_FORMAT) {
+        return Err(format!("{}: not an `{MANIFEST_FORMAT}` manifest", path.display()));
+    }
+    if field("first")?.as_u64() != Some(seg.first) || field("last")?.as_u64() != Some(seg.last) {
+        return Err(format!("{}: describes another segment", path.display()));
+    }
+    let episodes =
+        field("episodes")?.as_u64().ok_or_else(|| format!("{}: `episodes` is not a count", path.display()))?;
+    let mut files = Vec::new();
+    for (i, file) in field("files")?.as_array().into_iter().flatten().enumerate() {
+        let listed = (|| {
+            Some(ListedFile {
+                name: file.get("name")?.as_str()?.to_string(),
+                bytes: file.get("bytes")?.as_u64()?,
+                mtime_ns: file.get("mtime_ns")?.as_str()?.parse().ok()?,
+                blake3: file.get("blake3")?.as_str()?.to_string(),
+            })
+        })()
+        .ok_or_else(|| format!("{}: files[{i}] is malformed", path.display()))?;
+        if listed.name.contains('/') || listed.name.contains('\\') || listed.name.starts_with('.') {
+            return Err(format!("{}: files[{i}] names `{}`, outside the segment", path.display(), listed.name));
+        }
+        files.push(listed);
+    }
+    Ok((episodes, files))
+}
+
+/// How closely a segment is checked against its manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Sizes always; the hash of a file whose size or modification time changed.
+    Quick,
+    /// Every file hashed (`verify`).
+    Full,
+}
+
+/// What is wrong with a segment, if anything: a file missing, of another size, or
+/// with other bytes than its manifest lists; a table file the manifest omits.
+pub fn segment_problem(seg: &Segment, check: Check) -> Option<String> {
+    let (_, files) = match read_manifest(seg) {
+        Ok(m) => m,
+        Err(e) => return Some(e),
+    };
+    let expected = TableKind::ALL.iter().map(|k| k.name()).chain(views::PER_EPISODE.iter().copied());
+    for name in expected {
+        if !files.iter().any(|f| f.name == format!("{name}.parquet")) {
+            return Some(format!("{}: the manifest lists no `{name}.parquet`", seg.dir.display()));
+        }
+    }
+    for file in &files {
+        let path = seg.dir.join(&file.name);
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) => return Some(format!("{}: {e}", path.display())),
+        };
+        if meta.len() != file.bytes {
+            return Some(format!("{}: {} bytes where the manifest lists {}", path.display(), meta.len(), file.bytes));
+        }
+        if check == Check::Full || mtime_ns(&meta) != file.mtime_ns {
+            match hash_file(&path) {
+                Ok(hash) if hash == file.blake3 => {}
+                Ok(_) => return Some(format!("{}: its bytes are not those the manifest lists", path.display())),
+                Err(e) => return Some(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+    None
+}
+
+/// Whether a segment may be read: it passes [`Check::Quick`]. One that does not is
+/// moved out of the way (and deleted) so it is built again; it is derived data.
+fn discard_if_damaged(seg: &Segment) -> bool {
+    if segment_problem(seg, Check::Quick).is_none() {
+        return true;
+    }
+    discard(seg);
+    false
+}
+
+fn discard(seg: &Segment) {
+    let Some(parent) = seg.dir.parent() else { return };
+    let name = seg.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // Renamed first, so no other session picks it up while it is deleted; the name is
+    // one `remove_abandoned` clears if this process dies before the delete.
+    let aside = parent.join(format!(".{name}-damaged.{}.tmp", std::process::id()));
+    if std::fs::rename(&seg.dir, &aside).is_ok() {
+        let _ = std::fs::remove_dir_all(&aside);
+    }
+}
+
+/// `verify` for the columnar segments: every segment of this build hashed against its
+/// manifest and its episode count compared with the ingest log entries it covers.
+/// Returns the problems; with `repair`, damaged segments are removed (and rebuilt by
+/// the next session, or by [`refresh`]).
+pub fn verify_segments(store: &Store, snapshot: &Snapshot, repair: bool) -> Result<(usize, Vec<String>)> {
+    let dir = columnar_dir(store);
+    let last_seq = snapshot.ingest_seq()?;
+    let segments = existing_segments(&dir);
+    let mut problems = Vec::new();
+    for seg in &segments {
+        if seg.last > last_seq {
+            continue; // newer than this snapshot: a writer is adding it
+        }
+        let mut problem = segment_problem(seg, Check::Full);
+        if problem.is_none() {
+            let (episodes, _) = read_manifest(seg).map_err(|e| io(&seg.dir, std::io::Error::other(e)))?;
+            let mut logged = 0u64;
+            for seq in seg.first..=seg.last {
+                logged += snapshot.ingest_batch(seq)?.map_or(0, |b| b.episodes.len() as u64);
+            }
+            if logged != episodes {
+                problem = Some(format!(
+                    "{}: holds {episodes} episodes; the ingest log entries it covers add {logged}",
+                    seg.dir.display()
+                ));
+            }
+        }
+        if let Some(p) = problem {
+            problems.push(format!("segment {}-{}: {p}", seg.first, seg.last));
+            if repair {
+                discard(seg);
+            }
+        }
+    }
+    Ok((segments.len(), problems))
 }
 
 /// The [`views::PER_EPISODE`] views over one chunk's base tables (given in

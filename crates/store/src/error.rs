@@ -23,7 +23,7 @@ pub enum Error {
     Corrupt(String),
     /// redb met bytes it cannot make sense of (it panics on some damage; [`guarded`]
     /// turns that into this error).
-    #[error("the store file is damaged ({0}); `epistore verify` lists what is damaged")]
+    #[error("the store file is damaged ({0}); `epistore verify` says what it can see of it")]
     Damaged(String),
     #[error("no episode matches `{0}`")]
     NoEpisode(String),
