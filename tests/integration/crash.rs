@@ -102,5 +102,7 @@ fn sigkill_at_a_hundred_points_never_loses_or_tears_an_episode() {
         assert_eq!(store.episode_count(), total as i64, "after session kill {kill}");
     }
     assert!(store.verify().0);
-    eprintln!("crash test: 100 kills ({kills_mid_ingest} mid-ingest) over {fresh_stores} stores; whole ingest {whole:?}");
+    eprintln!(
+        "crash test: 100 kills ({kills_mid_ingest} mid-ingest) over {fresh_stores} stores; whole ingest {whole:?}"
+    );
 }

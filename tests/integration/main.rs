@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod damage;
 mod dataset;
+mod disk_full;
 mod export;
 mod import;
 mod ingest;

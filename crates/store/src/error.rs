@@ -31,6 +31,12 @@ pub enum Error {
     Ambiguous(String),
     #[error(transparent)]
     Package(#[from] epistore_package::Error),
+    #[error(
+        "ingest stopped after {} of {} sources: {}. Committed before it: {} packages added in {} batches; the store \
+         holds them and is intact. The rest did not go in: run the same ingest again (packages already stored are skipped)",
+        .0.sources_done, .0.sources_total, .0.cause, .0.committed.added(), .0.committed.batches.len()
+    )]
+    IngestStopped(Box<crate::ingest::Stopped>),
 }
 
 impl Error {

@@ -78,6 +78,16 @@ impl IngestReport {
     }
 }
 
+/// An ingest that a storage failure stopped part way: what it had committed (all of
+/// it stays in the store) and how far through its input it was.
+#[derive(Debug)]
+pub struct Stopped {
+    pub committed: IngestReport,
+    pub sources_done: usize,
+    pub sources_total: usize,
+    pub cause: Error,
+}
+
 /// Progress after each committed chunk.
 #[derive(Debug, Clone, Copy)]
 pub struct IngestProgress {
@@ -219,7 +229,7 @@ impl Store {
         let chunk = options.chunk_sources.max(1);
         let mut done = IngestProgress { sources_done: 0, sources_total: units.len(), packages_done: 0, bytes_read: 0 };
 
-        std::thread::scope(|scope| -> Result<()> {
+        let finished = std::thread::scope(|scope| -> Result<()> {
             // Preparation runs one chunk ahead of the writer.
             let (tx, rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(1);
             let pool = prepare_pool()?;
@@ -242,8 +252,18 @@ impl Store {
                 progress(done);
             }
             Ok(())
-        })?;
-        Ok(report)
+        });
+        match finished {
+            Ok(()) => Ok(report),
+            // What was committed stays committed: say what, so nobody has to guess
+            // which half of a long ingest went in (a full disk stops it at any chunk).
+            Err(cause) => Err(Error::IngestStopped(Box::new(Stopped {
+                committed: report,
+                sources_done: done.sources_done,
+                sources_total: done.sources_total,
+                cause,
+            }))),
+        }
     }
 
     fn commit_chunk(
@@ -257,6 +277,7 @@ impl Store {
     ) -> Result<()> {
         let mut results = Vec::with_capacity(items.len());
         let mut to_write = Vec::new();
+        let mut bytes = 0;
         {
             // Cheap existence checks first, on a read snapshot, so a chunk of
             // already-present packages opens no write transaction at all.
@@ -270,7 +291,7 @@ impl Store {
                         outcome: Outcome::Rejected(reason),
                     }),
                     Item::Ready(p) => {
-                        report.bytes_read += p.bytes;
+                        bytes += p.bytes;
                         let present = !seen_this_run.insert(p.id) || episodes.get(p.id).map_err(Error::redb)?.is_some();
                         let outcome = if present { Outcome::AlreadyPresent } else { Outcome::Added };
                         results.push(PackageResult { name: p.name.clone(), episode_id: Some(hex(&p.id)), outcome });
@@ -281,11 +302,19 @@ impl Store {
                 }
             }
         }
-        report.packages.extend(results);
+        // The chunk's packages enter the report only once its transaction commits, so a
+        // failed commit leaves a report of exactly what is in the store.
+        let mut blobs_added = 0;
         if !to_write.is_empty() {
-            let (seq, committed) = self.write_batch(db, to_write, &options.label, report)?;
+            let (seq, committed) = self.write_batch(db, to_write, &options.label, &mut blobs_added)?;
             report.batches.push(seq);
+            report.blobs_added += blobs_added;
+            report.packages.extend(results);
+            report.bytes_read += bytes;
             on_commit(seq, committed)?;
+        } else {
+            report.packages.extend(results);
+            report.bytes_read += bytes;
         }
         Ok(())
     }
@@ -297,7 +326,7 @@ impl Store {
         db: &redb::Database,
         mut packages: Vec<Prepared>,
         label: &str,
-        report: &mut IngestReport,
+        blobs_added: &mut u64,
     ) -> Result<(u64, Vec<(EpisodeRecord, Episode)>)> {
         let txn = db.begin_write().map_err(Error::redb)?;
         let seq;
@@ -312,7 +341,7 @@ impl Store {
             for (hash, stored) in &all_blobs {
                 if !tables.has_blob(hash)? {
                     tables.add_blob(hash, stored)?;
-                    report.blobs_added += 1;
+                    *blobs_added += 1;
                 }
             }
             drop(all_blobs);

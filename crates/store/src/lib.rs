@@ -27,7 +27,9 @@ mod verify;
 mod verify_tests;
 
 pub use error::{Error, Result};
-pub use ingest::{IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult};
+pub use ingest::{
+    IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult, Stopped,
+};
 pub use migrate::{MigrateProgress, MigrateReport, FORMAT1_FILE};
 pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot};
 pub use tables::{EpisodeRecord, FileEntry, PREVIOUS_FORMAT, STORE_FORMAT};
