@@ -65,8 +65,8 @@ fn a_reader_during_ingest_sees_whole_episodes_only() {
 #[test]
 fn serve_runs_at_most_max_queries_at_once() {
     use arrow_flight_59::flight_service_client::FlightServiceClient;
-    use arrow_flight_59::sql::{ProstMessageExt, TicketStatementQuery};
-    use arrow_flight_59::Ticket;
+    use arrow_flight_59::sql::{CommandStatementQuery, ProstMessageExt, TicketStatementQuery};
+    use arrow_flight_59::{FlightDescriptor, Ticket};
     use prost::Message;
 
     let store = TestStore::new();
@@ -81,11 +81,6 @@ fn serve_runs_at_most_max_queries_at_once() {
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
     let addr = line.trim().strip_prefix("listening on grpc://").unwrap_or_else(|| panic!("{line:?}")).to_string();
-    let ticket = |sql: &str| {
-        Ticket::new(
-            TicketStatementQuery { statement_handle: sql.to_string().into_bytes().into() }.as_any().encode_to_vec(),
-        )
-    };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let connect = || async {
@@ -95,6 +90,21 @@ fn serve_runs_at_most_max_queries_at_once() {
         };
         let mut first = connect().await;
         let mut second = connect().await;
+        // Tickets come from GetFlightInfo, signed; one a client writes itself is refused.
+        let mut planner = connect().await;
+        let mut tickets = std::collections::HashMap::new();
+        for sql in ["SELECT * FROM range(100000000)", "SELECT 1 AS a"] {
+            let command = CommandStatementQuery { query: sql.into(), transaction_id: None };
+            let descriptor = FlightDescriptor::new_cmd(command.as_any().encode_to_vec());
+            let info = planner.get_flight_info(descriptor).await.unwrap().into_inner();
+            tickets.insert(sql, info.endpoint[0].ticket.clone().unwrap());
+        }
+        let ticket = |sql: &str| tickets[sql].clone();
+        let forged = Ticket::new(
+            TicketStatementQuery { statement_handle: b"SELECT 2 AS forged".to_vec().into() }.as_any().encode_to_vec(),
+        );
+        let refused = planner.do_get(forged).await.expect_err("a forged ticket ran");
+        assert!(refused.message().contains("not issued by this server"), "{refused}");
         // A long result, read one message and then held open.
         let mut held = first.do_get(ticket("SELECT * FROM range(100000000)")).await.unwrap().into_inner();
         assert!(held.message().await.unwrap().is_some());

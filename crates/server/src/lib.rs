@@ -21,7 +21,9 @@
 //!   (tables, views) is rebuilt only when an ingest has committed since the last one.
 //!
 //! A statement's ticket carries its SQL, so the server keeps no per-query state between
-//! GetFlightInfo and DoGet; a prepared statement's carries its handle.
+//! GetFlightInfo and DoGet; a prepared statement's carries its handle. Statement
+//! tickets are signed (keyed blake3, a key drawn at start-up): a client cannot forge
+//! one, so the only SQL a DoGet runs is SQL this server planned and checked.
 
 mod catalog;
 mod prepared;
@@ -108,6 +110,40 @@ pub struct EpistoreFlightSql {
     pool: Arc<dyn MemoryPool>,
     /// One permit per query streaming.
     queries: Arc<Semaphore>,
+    tickets: TicketKey,
+}
+
+/// Signs statement tickets: `mac ++ sql`, the mac keyed blake3 over the SQL.
+struct TicketKey([u8; 32]);
+
+impl TicketKey {
+    fn new() -> TicketKey {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system's random source");
+        TicketKey(key)
+    }
+
+    fn sign(&self, sql: &str) -> Vec<u8> {
+        let mut ticket = blake3::keyed_hash(&self.0, sql.as_bytes()).as_bytes().to_vec();
+        ticket.extend_from_slice(sql.as_bytes());
+        ticket
+    }
+
+    /// The SQL of a ticket this server signed. The comparison is blake3's own
+    /// constant-time equality.
+    fn open(&self, ticket: &[u8]) -> std::result::Result<String, Status> {
+        let forged =
+            || Status::invalid_argument("the ticket was not issued by this server (get one from GetFlightInfo)");
+        if ticket.len() < 32 {
+            return Err(forged());
+        }
+        let (mac, sql) = ticket.split_at(32);
+        let mac: [u8; 32] = mac.try_into().expect("32 bytes");
+        if blake3::keyed_hash(&self.0, sql) != blake3::Hash::from_bytes(mac) {
+            return Err(forged());
+        }
+        String::from_utf8(sql.to_vec()).map_err(|_| forged())
+    }
 }
 
 impl EpistoreFlightSql {
@@ -119,6 +155,7 @@ impl EpistoreFlightSql {
             settings,
             session: Mutex::new(None),
             prepared: prepared::Registry::default(),
+            tickets: TicketKey::new(),
         }
     }
 
@@ -345,7 +382,7 @@ impl FlightSqlService for EpistoreFlightSql {
             .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
         let schema = stream.schema();
         drop(stream);
-        let ticket = TicketStatementQuery { statement_handle: query.query.into_bytes().into() };
+        let ticket = TicketStatementQuery { statement_handle: self.tickets.sign(&query.query).into() };
         let info = FlightInfo::new()
             .try_with_schema(&schema)
             .map_err(|e| Status::internal(e.to_string()))?
@@ -361,8 +398,7 @@ impl FlightSqlService for EpistoreFlightSql {
         request: Request<Ticket>,
     ) -> std::result::Result<Response<<Self as FlightService>::DoGetStream>, Status> {
         self.check_token(&request)?;
-        let sql =
-            String::from_utf8(ticket.statement_handle.to_vec()).map_err(|_| Status::invalid_argument("bad ticket"))?;
+        let sql = self.tickets.open(&ticket.statement_handle)?;
         self.stream(&sql, vec![]).await
     }
 
