@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use epistore_package::{discover, hex, read_source, RawPackage};
+use epistore_package::{discover, hex, read_source_within, RawPackage, Reservation, Source};
 use epistore_sql::{format_batches, Engine, Format};
 use epistore_store::{IngestOptions, PackageOutcome, PackageRead, Store};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -119,11 +119,13 @@ pub fn ingest(
     format: OutputFormat,
     quiet: bool,
     chunk: usize,
+    memory_budget: u64,
 ) -> Result<ExitCode> {
     let sources = discover(paths)?;
     let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
-    let options = IngestOptions { label, chunk_sources: chunk, ..IngestOptions::default() };
-    ingest_units(store_dir, &sources, "sources", |s| read_source(s, &options.limits), &options, format, quiet)
+    let options = IngestOptions { label, chunk_sources: chunk, memory_budget, ..IngestOptions::default() };
+    let read = |s: &Source, r: &mut Reservation| read_source_within(s, &options.limits, r);
+    ingest_units(store_dir, &sources, "sources", read, &options, format, quiet)
 }
 
 /// Ingests packages read from `units` (package sources, or generated packages), building
@@ -132,7 +134,7 @@ fn ingest_units<U: Sync>(
     store_dir: &Path,
     units: &[U],
     unit_name: &str,
-    read: impl Fn(&U) -> Vec<PackageRead> + Sync + Send,
+    read: impl Fn(&U, &mut Reservation) -> Vec<PackageRead> + Sync + Send,
     options: &IngestOptions,
     format: OutputFormat,
     quiet: bool,
@@ -189,7 +191,7 @@ fn ingest_units<U: Sync>(
 pub fn ingest_with_segments<U: Sync>(
     store: &Store,
     units: &[U],
-    read: impl Fn(&U) -> Vec<PackageRead> + Sync + Send,
+    read: impl Fn(&U, &mut Reservation) -> Vec<PackageRead> + Sync + Send,
     options: &IngestOptions,
     progress: impl FnMut(epistore_store::IngestProgress),
 ) -> Result<Value> {
@@ -574,7 +576,7 @@ pub fn synth_ingest(
         store_dir,
         &indices,
         "episodes",
-        |&i| {
+        |&i, _| {
             let (dir, files) = generator.package(i);
             vec![Ok(RawPackage::new(format!("synth/{dir}"), files.into_iter().collect()))]
         },

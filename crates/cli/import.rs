@@ -284,7 +284,7 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
     let names: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
     let report = store.ingest_from(
         &planned.units,
-        |unit: &Unit| {
+        |unit: &Unit, _: &mut epistore_package::Reservation| {
             let mut packages = Vec::new();
             if fast_already && stored.unit_already(unit) {
                 // Its own source part is in the store: not even read again.

@@ -81,6 +81,10 @@ enum Command {
         /// Sources prepared and committed per write transaction.
         #[arg(long, default_value_t = 512, hide_short_help = true)]
         chunk: usize,
+        /// Package bytes the reader threads may hold in memory at once, all together
+        /// (one source at a time may read past it, up to its own size limits).
+        #[arg(long, default_value_t = epistore_store::DEFAULT_MEMORY_BUDGET >> 20)]
+        memory_budget_mib: u64,
     },
     /// Import the logs agent tools write: Inspect AI (.eval, .json), Claude Code
     /// (~/.claude/projects, stream-json), Codex (rollouts, exec --json), SWE-agent
@@ -443,7 +447,9 @@ where
         }
     }
     let result = match cli.command {
-        Command::Ingest { paths, format, quiet, chunk } => commands::ingest(&cli.store, &paths, format, quiet, chunk),
+        Command::Ingest { paths, format, quiet, chunk, memory_budget_mib } => {
+            commands::ingest(&cli.store, &paths, format, quiet, chunk, memory_budget_mib << 20)
+        }
         Command::Import(args) => import::import(&cli.store, args),
         Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
         Command::Metrics { by, filter, all, show_sql, ci, bootstrap, format } => {

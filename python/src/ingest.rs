@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use epistore_package::{discover, read_source};
+use epistore_package::{discover, read_source_within};
 use epistore_store::{IngestOptions, Store};
 
 use crate::Result;
@@ -14,8 +14,13 @@ pub fn ingest(store: &Store, paths: &[PathBuf], chunk: usize) -> Result<String> 
     let sources = discover(paths)?;
     let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let options = IngestOptions { label, chunk_sources: chunk, ..IngestOptions::default() };
-    let summary =
-        epistore_cli::ingest_with_segments(store, &sources, |s| read_source(s, &options.limits), &options, |_| {})?;
+    let summary = epistore_cli::ingest_with_segments(
+        store,
+        &sources,
+        |s, r| read_source_within(s, &options.limits, r),
+        &options,
+        |_| {},
+    )?;
     Ok(serde_json::to_string(&summary)?)
 }
 

@@ -14,6 +14,7 @@ mod export;
 mod import;
 mod ingest;
 mod leaderboard;
+mod memory;
 mod migrate;
 mod properties;
 mod pushdown;

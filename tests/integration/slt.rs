@@ -145,12 +145,13 @@ pub fn import_into(store: &Store, list: &Path) {
     let plan = epistore_import::plan(&paths, &options);
     assert!(plan.refused.is_empty(), "{}: refused {:?}", list.display(), plan.refused);
     let ctx = epistore_import::Context { options: &options, reports: &plan.reports, prior: None };
-    let read = |unit: &epistore_import::Unit| -> Vec<epistore_store::PackageRead> {
-        epistore_import::read_unit(unit, &ctx)
-            .into_iter()
-            .map(|run| Ok(run.unwrap_or_else(|e| panic!("{}: refused {e}", list.display())).package.raw))
-            .collect()
-    };
+    let read =
+        |unit: &epistore_import::Unit, _: &mut epistore_package::Reservation| -> Vec<epistore_store::PackageRead> {
+            epistore_import::read_unit(unit, &ctx)
+                .into_iter()
+                .map(|run| Ok(run.unwrap_or_else(|e| panic!("{}: refused {e}", list.display())).package.raw))
+                .collect()
+        };
     let report = store.ingest_from(&plan.units, read, &IngestOptions::default(), |_| {}, |_, _| Ok(())).unwrap();
     assert_eq!(report.rejected(), 0, "{:?}", report.packages);
 }

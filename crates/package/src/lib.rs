@@ -8,6 +8,7 @@
 //! The contract is `docs/format.md` (the project's own words for
 //! `episode-package-v1.md`).
 
+mod budget;
 mod builder;
 mod derive;
 mod error;
@@ -17,14 +18,15 @@ mod model;
 mod parse;
 mod source;
 
+pub use budget::{MemoryBudget, Reservation};
 pub use builder::{sorted, BuiltPackage, JsonStyle, Layout, PackageBuilder};
 pub use derive::{derive_state, Posture};
 pub use error::{Error, Problem, Result};
 pub use location::Location;
 pub use model::*;
-pub use parse::parse_package;
-pub use parse::{MANIFEST_FILE, OUTCOME_FILE};
-pub use source::{discover, read_source, Limits, PackageFile, RawPackage, Source};
+pub use parse::{parse_json_text, parse_package};
+pub use parse::{MANIFEST_FILE, MAX_JSON_DEPTH, OUTCOME_FILE};
+pub use source::{discover, read_source, read_source_within, Limits, PackageFile, RawPackage, Source};
 
 /// Package format revision 1.
 pub const FORMAT_V1: &str = "episode-package/1";

@@ -139,7 +139,7 @@ impl Manifest {
         if self.format != crate::FORMAT_V1_1 {
             return None;
         }
-        let extra: serde_json::Value = serde_json::from_str(self.extra.as_deref()?).ok()?;
+        let extra = crate::parse_json_text(self.extra.as_deref()?).ok()?;
         match extra.get("provenance")? {
             serde_json::Value::Object(map) => Some(map.clone()),
             _ => None,

@@ -53,15 +53,15 @@ pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
         let Some(bytes) = raw.file(file) else {
             continue;
         };
-        let lines = jsonl_lines(name, file, bytes)?;
+        let lines = bytes;
         match kind {
-            TraceKind::Actions => episode.actions = Some(records(name, file, &lines, parse_action)?),
-            TraceKind::Tools => episode.tools = Some(records(name, file, &lines, parse_tool)?),
-            TraceKind::Context => episode.context = Some(records(name, file, &lines, parse_context)?),
-            TraceKind::Verification => episode.checks = Some(records(name, file, &lines, parse_check)?),
-            TraceKind::Attribution => episode.attributions = Some(records(name, file, &lines, parse_attribution)?),
-            TraceKind::Interventions => episode.interventions = Some(records(name, file, &lines, parse_intervention)?),
-            TraceKind::Entropy => episode.entropy = Some(records(name, file, &lines, parse_entropy)?),
+            TraceKind::Actions => episode.actions = Some(records(name, file, lines, parse_action)?),
+            TraceKind::Tools => episode.tools = Some(records(name, file, lines, parse_tool)?),
+            TraceKind::Context => episode.context = Some(records(name, file, lines, parse_context)?),
+            TraceKind::Verification => episode.checks = Some(records(name, file, lines, parse_check)?),
+            TraceKind::Attribution => episode.attributions = Some(records(name, file, lines, parse_attribution)?),
+            TraceKind::Interventions => episode.interventions = Some(records(name, file, lines, parse_intervention)?),
+            TraceKind::Entropy => episode.entropy = Some(records(name, file, lines, parse_entropy)?),
         }
     }
     if episode.manifest.format == FORMAT_V1 {
@@ -102,14 +102,77 @@ fn utf8<'a>(package: &str, file: &str, bytes: &'a [u8]) -> Result<&'a str, Box<P
     })
 }
 
-fn parse_json(package: &str, file: &str, bytes: &[u8]) -> Result<Value, Box<Problem>> {
-    let text = utf8(package, file, bytes)?;
-    serde_json::from_str(text)
-        .map_err(|e| Box::new(place(package, file, Some(e.line())).problem(None, format!("not valid JSON: {e}"))))
+/// How deep JSON in a package may nest (arrays and objects inside each other). The
+/// format allows any JSON; serde_json alone stops at 128 levels, which real `extra`
+/// payloads can pass. Beyond this bound a file is refused, naming the line, instead of
+/// risking the stack: values this deep are parsed on a stack that grows (serde_stacker).
+pub const MAX_JSON_DEPTH: usize = 1024;
+
+/// The deepest nesting of `text` and the 1-based line where it first passes
+/// [`MAX_JSON_DEPTH`], if it does. Brackets inside strings do not count.
+fn too_deep(text: &str) -> Option<usize> {
+    let (mut depth, mut line, mut in_string, mut escaped) = (0usize, 1usize, false, false);
+    for &b in text.as_bytes() {
+        match b {
+            b'\n' => line += 1,
+            _ if in_string => {
+                if escaped {
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == b'"' {
+                    in_string = false;
+                }
+            }
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Some(line);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
-/// Non-blank lines of a JSON Lines file as (1-based line number, value).
-fn jsonl_lines(package: &str, file: &str, bytes: &[u8]) -> Result<Vec<(usize, Value)>, Box<Problem>> {
+/// Parses JSON text as a package file is parsed: nested at most [`MAX_JSON_DEPTH`]
+/// deep. For reading back what a package held (the `extra` fields), which plain
+/// `serde_json::from_str` refuses past 128 levels.
+pub fn parse_json_text(text: &str) -> Result<Value, String> {
+    json_value(text).map_err(|(_, message)| message)
+}
+
+/// One JSON text, nested at most [`MAX_JSON_DEPTH`] deep.
+fn json_value(text: &str) -> Result<Value, (Option<usize>, String)> {
+    if let Some(line) = too_deep(text) {
+        return Err((Some(line), format!("JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)")));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let value = serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))
+        .and_then(|v: Value| de.end().map(|()| v))
+        .map_err(|e| (Some(e.line()), format!("not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+fn parse_json(package: &str, file: &str, bytes: &[u8]) -> Result<Value, Box<Problem>> {
+    let text = utf8(package, file, bytes)?;
+    json_value(text).map_err(|(line, message)| Box::new(place(package, file, line).problem(None, message)))
+}
+
+/// The typed records of a JSON Lines file, one per non-blank line. Each line is parsed
+/// and turned into its record before the next is read, so a trace of millions of
+/// records never holds more than one line's JSON tree at a time (the trees cost many
+/// times the record's own size).
+fn records<T>(
+    package: &str,
+    file: &str,
+    bytes: &[u8],
+    parse: fn(&Obj, Common) -> FieldResult<T>,
+) -> Result<Vec<T>, Box<Problem>> {
     let text = utf8(package, file, bytes)?;
     let mut out = Vec::new();
     for (i, line) in text.split('\n').enumerate() {
@@ -117,34 +180,21 @@ fn jsonl_lines(package: &str, file: &str, bytes: &[u8]) -> Result<Vec<(usize, Va
         if line.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(line)
-            .map_err(|e| Box::new(place(package, file, Some(i + 1)).problem(None, format!("not valid JSON: {e}"))))?;
-        out.push((i + 1, value));
+        let number = i + 1;
+        let at = || place(package, file, Some(number));
+        let value = json_value(line).map_err(|(_, message)| Box::new(at().problem(None, message)))?;
+        let obj = Obj::new(&value, at(), "")?;
+        let common = Common {
+            seq: obj.required("seq", obj.seq("seq"))?,
+            line: number as u32,
+            ts: obj.timestamp("ts")?,
+            grade: obj.enumerated("grade", GRADES)?.unwrap_or_else(|| "observed".into()),
+            revision: 0,
+            extra: None,
+        };
+        out.push(parse(&obj, common)?);
     }
     Ok(out)
-}
-
-fn records<T>(
-    package: &str,
-    file: &str,
-    lines: &[(usize, Value)],
-    parse: fn(&Obj, Common) -> FieldResult<T>,
-) -> Result<Vec<T>, Box<Problem>> {
-    lines
-        .iter()
-        .map(|(line, value)| {
-            let obj = Obj::new(value, place(package, file, Some(*line)), "")?;
-            let common = Common {
-                seq: obj.required("seq", obj.seq("seq"))?,
-                line: *line as u32,
-                ts: obj.timestamp("ts")?,
-                grade: obj.enumerated("grade", GRADES)?.unwrap_or_else(|| "observed".into()),
-                revision: 0,
-                extra: None,
-            };
-            parse(&obj, common)
-        })
-        .collect()
 }
 
 const COMMON: &[&str] = &["seq", "ts", "grade"];
@@ -711,7 +761,7 @@ pub(crate) mod tests {
     }
 
     fn extra(text: &Option<String>) -> Value {
-        serde_json::from_str(text.as_deref().expect("extra is set")).unwrap()
+        parse_json_text(text.as_deref().expect("extra is set")).unwrap()
     }
 
     const ACTIONS: &str = "traces/actions.jsonl";
@@ -721,6 +771,37 @@ pub(crate) mod tests {
     const ATTRIBUTION: &str = "traces/attribution.jsonl";
     const INTERVENTIONS: &str = "traces/interventions.jsonl";
     const ENTROPY: &str = "traces/entropy.jsonl";
+
+    // ---- JSON nesting ---------------------------------------------------------------
+
+    fn nested(depth: usize) -> String {
+        format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn json_nested_far_deeper_than_serde_json_allows_is_accepted_up_to_the_bound() {
+        // serde_json alone refuses 129 levels; the format allows any JSON.
+        let deep = format!(
+            r#"{{"format": "episode-package/1", "episode": "e", "model": {{"name": "m"}},
+            "harness": {{"level": "H0"}}, "task": {{"id": "t"}}, "payload": {}}}"#,
+            nested(MAX_JSON_DEPTH - 1)
+        );
+        let e = Pkg::minimal().file(MANIFEST, deep).ok();
+        let payload = extra(&e.manifest.extra)["payload"].to_string();
+        assert_eq!(payload, nested(MAX_JSON_DEPTH - 1));
+        // Brackets inside strings are text, not nesting.
+        let in_string = format!(r#"{{"label": "failed", "note": "{}"}}"#, "[".repeat(5000));
+        assert!(Pkg::minimal().file(OUTCOME, in_string).parse().is_ok());
+    }
+
+    #[test]
+    fn json_nested_past_the_bound_is_refused_at_its_line() {
+        let line = format!(r#"{{"seq": 1, "deep": {}}}"#, nested(MAX_JSON_DEPTH + 1));
+        let pkg = Pkg::minimal().file(ACTIONS, format!("{{\"seq\": 0}}\n{line}\n"));
+        let problem = pkg.parse().unwrap_err();
+        assert_eq!((problem.file.as_deref(), problem.line), (Some(ACTIONS), Some(2)), "{problem}");
+        assert!(problem.message.contains(&format!("deeper than {MAX_JSON_DEPTH} levels")), "{problem}");
+    }
 
     // ---- acceptance of the minimal package -------------------------------------------
 

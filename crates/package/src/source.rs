@@ -10,6 +10,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::budget::{MemoryBudget, Reservation};
 use crate::error::{Error, Problem, Result};
 use crate::Hash;
 
@@ -170,20 +171,30 @@ fn walk(dir: &Path, out: &mut Vec<Source>) -> Result<()> {
 /// a link, a size bound) rejects every package of the archive: its members cannot be
 /// trusted to be attributed to the right package.
 pub fn read_source(source: &Source, limits: &Limits) -> Vec<Result<RawPackage>> {
+    let budget = MemoryBudget::unlimited();
+    let mut reservation = budget.reserve();
+    let packages = read_source_within(source, limits, &mut reservation);
+    drop(reservation);
+    packages
+}
+
+/// As [`read_source`], charging every file's bytes to `reservation` before reading
+/// them, so threads reading side by side stay within one [`MemoryBudget`].
+pub fn read_source_within(source: &Source, limits: &Limits, reservation: &mut Reservation) -> Vec<Result<RawPackage>> {
     match source {
-        Source::Dir(dir) => vec![read_dir_package(dir, limits)],
-        Source::Archive(path) => match read_archive(path, limits) {
+        Source::Dir(dir) => vec![read_dir_package(dir, limits, reservation)],
+        Source::Archive(path) => match read_archive(path, limits, reservation) {
             Ok(packages) => packages,
             Err(e) => vec![Err(e)],
         },
     }
 }
 
-fn read_dir_package(dir: &Path, limits: &Limits) -> Result<RawPackage> {
+fn read_dir_package(dir: &Path, limits: &Limits, reservation: &mut Reservation) -> Result<RawPackage> {
     let name = dir.display().to_string();
     let mut files = BTreeMap::new();
     let mut total = 0u64;
-    collect_dir(dir, dir, &name, limits, &mut files, &mut total)?;
+    collect_dir(dir, dir, &name, limits, reservation, &mut files, &mut total)?;
     Ok(RawPackage::new(name, files))
 }
 
@@ -192,6 +203,7 @@ fn collect_dir(
     dir: &Path,
     name: &str,
     limits: &Limits,
+    reservation: &mut Reservation,
     files: &mut BTreeMap<String, Vec<u8>>,
     total: &mut u64,
 ) -> Result<()> {
@@ -208,12 +220,13 @@ fn collect_dir(
                 Problem { file: Some(rel), ..Problem::package(name, "links are not allowed in a package") }.into()
             );
         } else if kind.is_dir() {
-            collect_dir(root, &path, name, limits, files, total)?;
+            collect_dir(root, &path, name, limits, reservation, files, total)?;
         } else if kind.is_file() {
             let size = entry.metadata().map_err(|e| Error::io(&path, e))?.len();
             check_sizes(name, &rel, size, files.len() + 1, *total + size, limits)?;
             // Read at most one byte past the limit: a file that grew since it was
             // measured is caught here rather than read whole.
+            reservation.charge(size);
             let mut bytes = Vec::with_capacity(size as usize);
             fs::File::open(&path)
                 .and_then(|f| f.take(limits.max_file_bytes + 1).read_to_end(&mut bytes))
@@ -265,7 +278,10 @@ fn safe_member_path(raw: &[u8]) -> std::result::Result<String, String> {
     Ok(parts.join("/"))
 }
 
-fn read_archive(path: &Path, limits: &Limits) -> Result<Vec<Result<RawPackage>>> {
+/// The largest GNU long name or pax header an archive may hold (paths are far shorter).
+const MAX_HEADER_EXTENSION: u64 = 64 << 10;
+
+fn read_archive(path: &Path, limits: &Limits, reservation: &mut Reservation) -> Result<Vec<Result<RawPackage>>> {
     let display = path.display().to_string();
     let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let reader: Box<dyn Read> = match archive_kind(path).expect("discover only yields archives") {
@@ -277,19 +293,47 @@ fn read_archive(path: &Path, limits: &Limits) -> Result<Vec<Result<RawPackage>>>
     let mut archive = tar::Archive::new(reader);
     let mut members: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut total = 0u64;
-    let entries = archive.entries().map_err(|e| Error::io(path, e))?;
+    // Raw entries: the tar crate would read a GNU long name or a pax header whole into
+    // memory, whatever size its header claims (gigabytes, past every limit here), so
+    // this loop reads them itself, bounded.
+    let entries = archive.entries().map_err(|e| Error::io(path, e))?.raw(true);
+    let (mut long_name, mut pax_path): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
     for entry in entries {
         let mut entry = entry.map_err(|e| Error::Archive { path: path.into(), message: e.to_string() })?;
-        let member = safe_member_path(&entry.path_bytes()).map_err(reject)?;
         let kind = entry.header().entry_type();
+        if kind.is_gnu_longname()
+            || kind.is_gnu_longlink()
+            || kind.is_pax_local_extensions()
+            || kind.is_pax_global_extensions()
+        {
+            let size = entry.header().size().map_err(|e| Error::io(path, e))?;
+            if size > MAX_HEADER_EXTENSION {
+                return Err(reject(format!(
+                    "a header extension (long name or pax header) of {size} bytes, above the limit of {MAX_HEADER_EXTENSION}"
+                ))
+                .into());
+            }
+            let mut data = Vec::with_capacity(size as usize);
+            (&mut entry).take(size).read_to_end(&mut data).map_err(|e| Error::io(path, e))?;
+            if kind.is_gnu_longname() {
+                long_name = Some(data.strip_suffix(b"\0").map(<[u8]>::to_vec).unwrap_or(data));
+            } else if kind.is_pax_local_extensions() {
+                for extension in tar::PaxExtensions::new(&data).flatten() {
+                    if extension.key_bytes() == b"path" {
+                        pax_path = Some(extension.value_bytes().to_vec());
+                    }
+                }
+            }
+            // A long link name and global pax headers name nothing a package keeps.
+            continue;
+        }
+        let named = pax_path.take().or(long_name.take());
+        let member = safe_member_path(named.as_deref().unwrap_or(&entry.path_bytes())).map_err(reject)?;
         if kind.is_dir() {
             continue;
         }
         if kind.is_symlink() || kind.is_hard_link() {
             return Err(reject(format!("member `{member}` is a link; links are not allowed in a package")).into());
-        }
-        if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() || kind.is_gnu_longname() {
-            continue;
         }
         if !kind.is_file() {
             return Err(reject(format!("member `{member}` is not a regular file")).into());
@@ -306,8 +350,10 @@ fn read_archive(path: &Path, limits: &Limits) -> Result<Vec<Result<RawPackage>>>
         if total > limits.max_archive_bytes {
             return Err(reject(format!("archive holds more than {} bytes", limits.max_archive_bytes)).into());
         }
-        // Read no more than the header promised, even if the stream lies.
-        let mut bytes = Vec::with_capacity(size.min(1 << 20) as usize);
+        // Read no more than the header promised, even if the stream lies; into a buffer
+        // of exactly that size (growing one by doubling held up to twice the bytes).
+        reservation.charge(size);
+        let mut bytes = Vec::with_capacity(size as usize);
         (&mut entry).take(size).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
         if members.len() >= limits.max_archive_members {
             return Err(reject(format!("archive holds more than {} members", limits.max_archive_members)).into());
@@ -373,6 +419,48 @@ mod tests {
         assert!(safe_member_path(b"C:/x").is_err());
         assert_eq!(safe_member_path(b"./pkg/manifest.json").unwrap(), "pkg/manifest.json");
         assert_eq!(safe_member_path(b"pkg/artifacts/a:b.log").unwrap(), "pkg/artifacts/a:b.log");
+    }
+
+    fn member_names(path: &Path) -> std::result::Result<Vec<String>, String> {
+        let packages = read_archive(path, &Limits::default(), &mut MemoryBudget::unlimited().reserve());
+        let packages = packages.map_err(|e| e.to_string())?;
+        Ok(packages.into_iter().flat_map(|p| p.unwrap().files.into_iter().map(|f| f.path)).collect())
+    }
+
+    #[test]
+    fn long_member_names_from_gnu_and_pax_headers_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!("artifacts/{}/log.txt", "d".repeat(150));
+        for (name, pax) in [("gnu.tar", false), ("pax.tar", true)] {
+            let path = dir.path().join(name);
+            let mut tar = tar::Builder::new(std::fs::File::create(&path).unwrap());
+            for (member, bytes) in [("manifest.json", &b"{}"[..]), (long.as_str(), b"x")] {
+                let mut header = tar::Header::new_gnu();
+                header.set_size(bytes.len() as u64);
+                header.set_mode(0o644);
+                if pax && member.len() > 100 {
+                    tar.append_pax_extensions([("path", member.as_bytes())]).unwrap();
+                    header.set_path("short-name").unwrap();
+                    header.set_cksum();
+                    tar.append(&header, bytes).unwrap();
+                } else {
+                    tar.append_data(&mut header, member, bytes).unwrap(); // GNU long name past 100 bytes
+                }
+            }
+            tar.finish().unwrap();
+            drop(tar);
+            assert_eq!(member_names(&path).unwrap(), vec![long.clone(), "manifest.json".to_string()], "{name}");
+        }
+    }
+
+    #[test]
+    fn a_long_name_claiming_gigabytes_is_refused_without_reading_it() {
+        // Found by the fuzzer: a GNU long-name header claiming gigabytes of name, which
+        // the tar crate itself reads whole into memory.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/fuzz-crashes/archive-gnu-longname-bomb.tar.zst");
+        let err = member_names(&path).unwrap_err();
+        assert!(err.contains("header extension"), "{err}");
     }
 
     #[test]

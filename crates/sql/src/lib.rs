@@ -4,6 +4,7 @@
 //! Everything here reads; nothing writes to the store. Statements that would write
 //! files or change the catalog (`COPY`, `CREATE`, `INSERT`, `SET`, ...) are refused.
 
+mod checked_sum;
 mod cluster_ci;
 pub mod columnar;
 mod error;
@@ -172,7 +173,10 @@ impl Engine {
     }
 
     fn context_for_store() -> SessionContext {
-        SessionContext::new_with_config(session_config().with_information_schema(true))
+        let ctx = SessionContext::new_with_config(session_config().with_information_schema(true));
+        // Before any view is planned: a view keeps the `sum` it was planned with.
+        ctx.register_udaf(checked_sum::checked_sum());
+        ctx
     }
 
     async fn finish(

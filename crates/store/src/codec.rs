@@ -1,6 +1,8 @@
 //! Byte encodings: bincode 2 (standard config) for records, and a one-byte tag in
 //! front of every blob saying how it is stored.
 
+use std::io::Read;
+
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::{Error, Result};
@@ -16,11 +18,43 @@ pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     bincode::serde::encode_to_vec(value, bincode::config::standard()).expect("in-memory encoding cannot fail")
 }
 
+/// Decodes a record. A damaged length prefix must not make the decoder allocate what
+/// the input could never hold (bincode trusts it, and a claimed length of 2^60 is an
+/// abort, not an error): every string and byte string is claimed against a limit of
+/// the input's size, rounded up to a power of 16 (so at most 16 times the input).
+/// The limit is a const generic in bincode, hence one decoder per size class.
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    bincode::serde::decode_from_slice(bytes, bincode::config::standard())
-        .map(|(v, _)| v)
-        .map_err(|e| Error::Corrupt(format!("undecodable record: {e}")))
+    decode_from(bytes, bytes.len())
 }
+
+/// Decodes one value from `reader`, which holds at most `size` bytes, and requires
+/// that nothing follows it (a stored value is exactly one encoding).
+fn decode_from<T: DeserializeOwned>(mut reader: impl std::io::Read, size: usize) -> Result<T> {
+    fn with_limit<T: DeserializeOwned, const LIMIT: usize>(reader: &mut impl std::io::Read) -> Result<T> {
+        bincode::serde::decode_from_std_read(reader, bincode::config::standard().with_limit::<LIMIT>())
+            .map_err(|e| Error::Corrupt(format!("undecodable record: {e}")))
+    }
+    let value = match size {
+        n if n <= 1 << 12 => with_limit::<T, { 1 << 16 }>(&mut reader),
+        n if n <= 1 << 16 => with_limit::<T, { 1 << 20 }>(&mut reader),
+        n if n <= 1 << 20 => with_limit::<T, { 1 << 24 }>(&mut reader),
+        n if n <= 1 << 24 => with_limit::<T, { 1 << 28 }>(&mut reader),
+        n if n <= 1 << 28 => with_limit::<T, { 1 << 32 }>(&mut reader),
+        _ => with_limit::<T, { 1 << 40 }>(&mut reader),
+    }?;
+    let mut rest = [0u8; 1];
+    match reader.read(&mut rest) {
+        Ok(0) => Ok(value),
+        Ok(_) => Err(Error::Corrupt("undecodable record: bytes follow its end".into())),
+        Err(e) => Err(Error::Corrupt(format!("undecodable record: {e}"))),
+    }
+}
+
+/// zstd's largest possible expansion: an RLE block is 4 bytes (3 of header, 1 of
+/// content) for at most 128 KiB of output, so no valid frame decodes to more than this
+/// many times its size (plus one block). A damaged or hostile frame that claims more
+/// is refused before it is decoded into memory.
+const ZSTD_MAX_RATIO: usize = 32 << 10;
 
 /// Tag byte + payload: zstd when it makes the blob smaller, raw otherwise.
 pub(crate) fn encode_blob(bytes: &[u8]) -> Vec<u8> {
@@ -58,7 +92,21 @@ pub(crate) fn decode_blob(stored: &[u8]) -> Result<Vec<u8>> {
     match stored.split_first() {
         Some((&RAW, rest)) => Ok(rest.to_vec()),
         Some((&ZSTD, rest)) => {
-            zstd::stream::decode_all(rest).map_err(|e| Error::Corrupt(format!("blob does not decompress: {e}")))
+            let cap = rest.len().saturating_mul(ZSTD_MAX_RATIO).saturating_add(128 << 10);
+            let decoder = zstd::stream::read::Decoder::new(rest)
+                .map_err(|e| Error::Corrupt(format!("blob does not decompress: {e}")))?;
+            let mut out = Vec::new();
+            decoder
+                .take(cap as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| Error::Corrupt(format!("blob does not decompress: {e}")))?;
+            if out.len() > cap {
+                return Err(Error::Corrupt(format!(
+                    "blob of {} bytes decompresses past zstd's largest expansion",
+                    rest.len()
+                )));
+            }
+            Ok(out)
         }
         Some((tag, _)) => Err(Error::Corrupt(format!("unknown blob tag {tag}"))),
         None => Err(Error::Corrupt("empty blob entry".into())),
@@ -70,13 +118,55 @@ pub(crate) fn encode_compressed<T: Serialize>(value: &T) -> Vec<u8> {
     encode_blob(&encode(value))
 }
 
+/// Decodes straight from the decompressing stream: the decompressed bytes are never
+/// held whole, so a frame that expands to gigabytes of garbage fails as soon as its
+/// bytes stop making sense, having cost what was decoded, not what it expands to.
 pub(crate) fn decode_compressed<T: DeserializeOwned>(stored: &[u8]) -> Result<T> {
-    decode(&decode_blob(stored)?)
+    match stored.split_first() {
+        Some((&ZSTD, rest)) => {
+            let cap = rest.len().saturating_mul(ZSTD_MAX_RATIO).saturating_add(128 << 10);
+            let decoder = zstd::stream::read::Decoder::new(rest)
+                .map_err(|e| Error::Corrupt(format!("record does not decompress: {e}")))?;
+            decode_from(std::io::BufReader::new(decoder).take(cap as u64), cap)
+        }
+        _ => decode(&decode_blob(stored)?),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inputs the fuzzer found (`tests/fixtures/fuzz-crashes`): each aborted or
+    /// panicked before decoding was bounded; each must now be an error.
+    #[test]
+    fn fuzz_crashes_are_errors() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fuzz-crashes");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !name.starts_with("store_records-") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(crate::decode_record_bytes(&bytes).is_err(), "{name} decoded as a record");
+            assert!(crate::decode_traces(&bytes).is_err(), "{name} decoded as traces");
+            seen += 1;
+        }
+        assert!(seen >= 4, "only {seen} fuzz inputs found in {}", dir.display());
+    }
+
+    #[test]
+    fn a_length_prefix_past_the_input_is_an_error_not_an_allocation() {
+        // A string claiming 2^62 bytes: varint 0xff then 8 bytes.
+        let mut bytes = vec![0xffu8];
+        bytes.extend_from_slice(&(1u64 << 62).to_le_bytes());
+        assert!(decode::<String>(&bytes).is_err());
+        // Valid records still decode, large ones included.
+        let big = "x".repeat(3 << 20);
+        assert_eq!(decode::<String>(&encode(&big)).unwrap(), big);
+    }
 
     #[test]
     fn blobs_round_trip_raw_and_compressed() {

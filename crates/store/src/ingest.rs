@@ -10,7 +10,10 @@ use std::collections::HashSet;
 use std::sync::mpsc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use epistore_package::{hex, parse_package, read_source, Episode, Hash, Limits, RawPackage, Source, TRACE_FILES};
+use epistore_package::{
+    hex, parse_package, read_source_within, Episode, Hash, Limits, MemoryBudget, RawPackage, Reservation, Source,
+    TRACE_FILES,
+};
 use rayon::prelude::*;
 use redb::ReadableDatabase;
 
@@ -27,11 +30,23 @@ pub struct IngestOptions {
     pub chunk_sources: usize,
     /// Recorded in the ingest log: what was ingested (paths given on the command line).
     pub label: String,
+    /// Bytes of package files the reader threads may hold at once, all together
+    /// (`epistore_package::MemoryBudget`): memory follows this, not the thread count.
+    /// One source at a time may read past it, up to its own limits.
+    pub memory_budget: u64,
 }
+
+/// The default [`IngestOptions::memory_budget`].
+pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
 
 impl Default for IngestOptions {
     fn default() -> Self {
-        IngestOptions { limits: Limits::default(), chunk_sources: 512, label: String::new() }
+        IngestOptions {
+            limits: Limits::default(),
+            chunk_sources: 512,
+            label: String::new(),
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+        }
     }
 }
 
@@ -149,13 +164,27 @@ pub(crate) fn record_of(raw: &RawPackage, episode: &Episode) -> EpisodeRecord {
     }
 }
 
-fn prepare_chunk<U: Sync>(units: &[U], read: &(impl Fn(&U) -> Vec<PackageRead> + Sync)) -> Vec<Item> {
+/// Reads and prepares a chunk of units. Each unit's files are charged to the budget
+/// while read and given back once its packages are prepared (compressed), before the
+/// commit, so what waits for the writer is the compressed form only.
+fn prepare_chunk<U: Sync>(
+    units: &[U],
+    read: &(impl Fn(&U, &mut Reservation) -> Vec<PackageRead> + Sync),
+    budget: &MemoryBudget,
+) -> Vec<Item> {
     units
         .par_iter()
-        .flat_map_iter(read)
-        .map(|read| match read {
-            Ok(raw) => prepare(raw),
-            Err(e) => Item::Rejected { name: name_of(&e), id: None, reason: e.to_string() },
+        .flat_map_iter(|unit| {
+            let mut reservation = budget.reserve();
+            let items: Vec<Item> = read(unit, &mut reservation)
+                .into_iter()
+                .map(|read| match read {
+                    Ok(raw) => prepare(raw),
+                    Err(e) => Item::Rejected { name: name_of(&e), id: None, reason: e.to_string() },
+                })
+                .collect();
+            drop(reservation);
+            items
         })
         .collect()
 }
@@ -209,17 +238,24 @@ impl Store {
         on_commit: impl FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
     ) -> Result<IngestReport> {
         let limits = options.limits;
-        self.ingest_from(sources, |source| read_source(source, &limits), options, progress, on_commit)
+        self.ingest_from(
+            sources,
+            |source, reservation| read_source_within(source, &limits, reservation),
+            options,
+            progress,
+            on_commit,
+        )
     }
 
     /// As [`Store::ingest_observed`], with packages from anywhere: `read` turns one unit
-    /// (a source, an index into a generator, ...) into its packages. Units are read on
-    /// the ingest threads, `options.chunk_sources` of them per chunk; progress counts
-    /// units as sources.
+    /// (a source, an index into a generator, ...) into its packages, charging the bytes
+    /// it reads to the reservation it is given (`options.memory_budget` bounds them
+    /// all). Units are read on the ingest threads, `options.chunk_sources` of them per
+    /// chunk; progress counts units as sources.
     pub fn ingest_from<U: Sync>(
         &self,
         units: &[U],
-        read: impl Fn(&U) -> Vec<PackageRead> + Sync + Send,
+        read: impl Fn(&U, &mut Reservation) -> Vec<PackageRead> + Sync + Send,
         options: &IngestOptions,
         mut progress: impl FnMut(IngestProgress),
         mut on_commit: impl FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
@@ -234,9 +270,10 @@ impl Store {
             let (tx, rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(1);
             let pool = prepare_pool()?;
             let read = &read;
+            let budget = MemoryBudget::new(options.memory_budget);
             scope.spawn(move || {
                 for part in units.chunks(chunk) {
-                    if tx.send((part.len(), pool.install(|| prepare_chunk(part, read)))).is_err() {
+                    if tx.send((part.len(), pool.install(|| prepare_chunk(part, read, &budget)))).is_err() {
                         break; // the writer failed and stopped listening
                     }
                 }

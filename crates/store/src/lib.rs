@@ -29,6 +29,7 @@ mod verify_tests;
 pub use error::{Error, Result};
 pub use ingest::{
     IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult, Stopped,
+    DEFAULT_MEMORY_BUDGET,
 };
 pub use migrate::{MigrateProgress, MigrateReport, FORMAT1_FILE};
 pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot};

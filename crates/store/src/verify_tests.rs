@@ -15,7 +15,7 @@ fn dataset_store() -> (tempfile::TempDir, Store) {
     let sources: Vec<Source> = ["H0", "H1", "H2", "H3"].iter().map(|l| Source::Dir(root.join(l))).collect();
     let options = IngestOptions::default();
     let report =
-        store.ingest_from(&sources, |s| read_source(s, &options.limits), &options, |_| {}, |_, _| Ok(())).unwrap();
+        store.ingest_from(&sources, |s, _| read_source(s, &options.limits), &options, |_| {}, |_, _| Ok(())).unwrap();
     assert_eq!(report.added(), 4);
     (dir, store)
 }

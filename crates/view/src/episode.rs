@@ -88,7 +88,7 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
 
 /// A JSON object from a record's unknown fields, kept as JSON text.
 fn extra(text: &Option<String>) -> Value {
-    text.as_deref().and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
+    text.as_deref().and_then(|t| epistore_package::parse_json_text(t).ok()).unwrap_or(Value::Null)
 }
 
 fn manifest(r: &EpisodeRecord) -> Value {
