@@ -193,3 +193,16 @@ fn control_characters_in_data_are_escaped_in_tables() {
     let rows = json_rows(&store.run(&["sql", "--format", "json", "SELECT task FROM episodes"]));
     assert_eq!(rows[0]["task"], "t\u{1b}[2J");
 }
+
+#[test]
+fn a_sum_past_the_64_bit_range_is_an_error_not_a_wrapped_number() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    // Each term fits in 64 bits; their total does not.
+    let out = store.run(&["sql", "SELECT sum(9223372036854775807 - tokens_in) AS s FROM episodes"]);
+    assert!(!out.status.success(), "a wrapped sum was printed: {}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("sum overflowed the 64-bit integer range"), "{}", text(&out.stderr));
+    // The way out the message names gives the exact total.
+    let rows = store.sql("SELECT sum(CAST(tokens_in AS DECIMAL(38, 0))) AS s FROM episodes");
+    assert!(!rows[0]["s"].is_null(), "{rows:?}");
+}

@@ -906,7 +906,7 @@ mod tests {
         let mut acc = SumGroupsAccumulator::<Int64Type>::new(DataType::Int64);
         let values = i64s(&[Some(1), None, Some(2), Some(4), Some(8)]);
         let filter = BooleanArray::from(vec![Some(true), Some(true), Some(true), None, Some(false)]);
-        acc.update_batch(&[values.clone()], &[0, 1, 0, 2, 3], Some(&filter), 4)?;
+        acc.update_batch(std::slice::from_ref(&values), &[0, 1, 0, 2, 3], Some(&filter), 4)?;
         // Group 0: 1 + 2; group 1: only a NULL; 2: filtered (NULL filter); 3: filtered.
         let first = acc.evaluate(EmitTo::First(2))?;
         assert_eq!(first.as_primitive::<Int64Type>().iter().collect::<Vec<_>>(), [Some(3), None]);
