@@ -383,6 +383,10 @@ fn read_archive(path: &Path, limits: &Limits, reservation: &mut Reservation) -> 
     let mut grouped: BTreeMap<String, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
     for (member, bytes) in members {
         if let Some(root) = roots.iter().find(|r| is_under(&member, r)) {
+            if member == *root {
+                // Found by the fuzzer: a file named like the package's own directory.
+                return Err(reject(format!("member `{member}` is a file and also the directory of a package")).into());
+            }
             let rel = if root.is_empty() { member.clone() } else { member[root.len() + 1..].to_string() };
             grouped.entry(root.clone()).or_default().insert(rel, bytes);
         }
@@ -461,6 +465,23 @@ mod tests {
             .join("../../tests/fixtures/fuzz-crashes/archive-gnu-longname-bomb.tar.zst");
         let err = member_names(&path).unwrap_err();
         assert!(err.contains("header extension"), "{err}");
+    }
+
+    #[test]
+    fn a_file_named_like_a_package_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clash.tar");
+        let mut tar = tar::Builder::new(std::fs::File::create(&path).unwrap());
+        for member in ["pkg/manifest.json", "pkg"] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(2);
+            header.set_mode(0o644);
+            tar.append_data(&mut header, member, &b"{}"[..]).unwrap();
+        }
+        tar.finish().unwrap();
+        drop(tar);
+        let err = member_names(&path).unwrap_err();
+        assert!(err.contains("also the directory of a package"), "{err}");
     }
 
     #[test]
