@@ -328,8 +328,10 @@ fn read_archive(path: &Path, limits: &Limits, reservation: &mut Reservation) -> 
             continue;
         }
         let named = pax_path.take().or(long_name.take());
-        let member = safe_member_path(named.as_deref().unwrap_or(&entry.path_bytes())).map_err(reject)?;
-        if kind.is_dir() {
+        let raw_name = named.unwrap_or_else(|| entry.path_bytes().into_owned());
+        let member = safe_member_path(&raw_name).map_err(reject)?;
+        // An old (v7) tar marks a directory only by the `/` ending its name.
+        if kind.is_dir() || raw_name.ends_with(b"/") {
             continue;
         }
         if kind.is_symlink() || kind.is_hard_link() {
@@ -465,6 +467,16 @@ mod tests {
             .join("../../tests/fixtures/fuzz-crashes/archive-gnu-longname-bomb.tar.zst");
         let err = member_names(&path).unwrap_err();
         assert!(err.contains("header extension"), "{err}");
+    }
+
+    #[test]
+    fn the_fuzzers_archives_are_read_or_refused_without_a_panic() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fuzz-crashes");
+        // An old-format directory entry (type "regular", name ending in `/`) is a directory.
+        let names = member_names(&fixtures.join("archive-v7-directory-entry-equals-package-root.tar")).unwrap();
+        assert!(names.contains(&"manifest.json".to_string()), "{names:?}");
+        // The fuzzer's own input: refused or read, never a panic.
+        let _ = member_names(&fixtures.join("archive-member-path-equals-package-root.tar"));
     }
 
     #[test]
