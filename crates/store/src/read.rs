@@ -56,6 +56,23 @@ pub struct Snapshot {
     pub(crate) txn: ReadTransaction,
 }
 
+/// The open checksum table (see [`Snapshot::check_sum`]).
+pub(crate) struct Sums(Option<redb::ReadOnlyTable<(u8, u64), [u8; 16]>>);
+
+impl Sums {
+    pub(crate) fn check(&self, kind: u8, number: u64, value: &[u8], what: impl FnOnce() -> String) -> Result<()> {
+        let Some(table) = &self.0 else { return Ok(()) };
+        match table.get((kind, number)).map_err(Error::redb)? {
+            Some(sum) if sum.value() != checksum(value) => Err(Error::Corrupt(format!(
+                "{}: the stored bytes do not match their checksum (the file is damaged; `epistore verify` lists what, \
+                 `epistore verify --repair` rebuilds what is derived)",
+                what()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 macro_rules! table {
     ($txn:expr, $def:expr) => {
         $txn.open_table($def).map_err(Error::redb)?
@@ -72,18 +89,15 @@ impl Snapshot {
     /// written before checksums, opened read-only, or a value an older build appended)
     /// is read unchecked: `verify` still re-derives it.
     pub(crate) fn check_sum(&self, kind: u8, number: u64, value: &[u8], what: impl FnOnce() -> String) -> Result<()> {
-        let table = match self.txn.open_table(CHECKSUMS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
-            Err(e) => return Err(Error::redb(e)),
-        };
-        match table.get((kind, number)).map_err(Error::redb)? {
-            Some(sum) if sum.value() != checksum(value) => Err(Error::Corrupt(format!(
-                "{}: the stored bytes do not match their checksum (the file is damaged; `epistore verify` lists what, \
-                 `epistore verify --repair` rebuilds what is derived)",
-                what()
-            ))),
-            _ => Ok(()),
+        self.sums()?.check(kind, number, value, what)
+    }
+
+    /// The checksum table, opened once for a scan (`None` in a store without it).
+    pub(crate) fn sums(&self) -> Result<Sums> {
+        match self.txn.open_table(CHECKSUMS) {
+            Ok(t) => Ok(Sums(Some(t))),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Sums(None)),
+            Err(e) => Err(Error::redb(e)),
         }
     }
 
@@ -123,10 +137,11 @@ impl Snapshot {
     /// Visits every episode record in ingest order, until `f` returns false.
     pub fn for_each_episode(&self, mut f: impl FnMut(EpisodeRecord) -> Result<bool>) -> Result<()> {
         guarded(|| {
+            let sums = self.sums()?;
             for entry in table!(self.txn, EPISODE_DATA).iter().map_err(Error::redb)? {
                 let (number, value) = entry.map_err(Error::redb)?;
                 let number = number.value();
-                self.check_sum(SUM_RECORD, number, value.value(), || format!("episode record {number}"))?;
+                sums.check(SUM_RECORD, number, value.value(), || format!("episode record {number}"))?;
                 if !f(decode_record(value.value())?)? {
                     break;
                 }
@@ -138,10 +153,11 @@ impl Snapshot {
     /// Visits every episode's typed traces in ingest order, until `f` returns false.
     pub fn for_each_traces(&self, mut f: impl FnMut(Hash, Episode) -> Result<bool>) -> Result<()> {
         guarded(|| {
+            let sums = self.sums()?;
             for entry in table!(self.txn, TRACE_DATA).iter().map_err(Error::redb)? {
                 let (number, value) = entry.map_err(Error::redb)?;
                 let number = number.value();
-                self.check_sum(SUM_TRACES, number, value.value(), || format!("trace record {number}"))?;
+                sums.check(SUM_TRACES, number, value.value(), || format!("trace record {number}"))?;
                 let (id, compressed) = split_trace_value(value.value())?;
                 if !f(id, codec::decode_compressed(compressed)?)? {
                     break;
@@ -418,10 +434,11 @@ impl Snapshot {
     pub fn ingest_log(&self) -> Result<Vec<IngestBatch>> {
         guarded(|| {
             let mut out = Vec::new();
+            let sums = self.sums()?;
             for entry in table!(self.txn, INGEST_LOG).iter().map_err(Error::redb)? {
                 let (seq, value) = entry.map_err(Error::redb)?;
                 let seq = seq.value();
-                self.check_sum(SUM_LOG, seq, value.value(), || format!("ingest batch {seq}"))?;
+                sums.check(SUM_LOG, seq, value.value(), || format!("ingest batch {seq}"))?;
                 out.push(codec::decode(value.value())?);
             }
             Ok(out)

@@ -17,7 +17,7 @@ use redb::{ReadableTable, ReadableTableMetadata};
 use crate::codec;
 use crate::error::{guarded, Error, Result};
 use crate::ingest::record_of;
-use crate::read::{table, IngestBatch, Snapshot};
+use crate::read::{table, IngestBatch, Snapshot, Sums};
 use crate::tables::{
     checksum, decode_record, split_trace_value, trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, CHECKSUMS,
     EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, SUM_LOG, SUM_RECORD, SUM_TRACES, TRACE_DATA,
@@ -84,14 +84,6 @@ impl Snapshot {
         Ok(out)
     }
 
-    /// A stored value's checksum problem, if it has one (see [`Snapshot::check_sum`]).
-    fn sum_problem(&self, kind: u8, number: u64, value: &[u8], what: impl FnOnce() -> String) -> Option<String> {
-        match self.check_sum(kind, number, value, what) {
-            Ok(()) => None,
-            Err(e) => Some(e.to_string()),
-        }
-    }
-
     /// Checks everything (see the module comment). Never stops at the first problem:
     /// it reports them all, naming the episode where one is concerned.
     pub fn verify(&self) -> Result<VerifyReport> {
@@ -139,6 +131,7 @@ impl Snapshot {
     /// The ingest log: numbered 1, 2, 3, ... without gaps, each entry intact. Returns
     /// the batch that added each episode.
     fn verify_log(&self, report: &mut VerifyReport) -> Result<HashMap<Hash, u64>> {
+        let sums = self.sums()?;
         let mut logged = HashMap::new();
         for entry in table!(self.txn, INGEST_LOG).iter().map_err(Error::redb)? {
             let (key, value) = entry.map_err(Error::redb)?;
@@ -148,7 +141,7 @@ impl Snapshot {
             if seq != report.batches {
                 report.problems.push(format!("ingest batch {seq} where {} was due: the log has a gap", report.batches));
             }
-            if let Some(p) = self.sum_problem(SUM_LOG, seq, value.value(), || format!("ingest batch {seq}")) {
+            if let Some(p) = sum_problem(&sums, SUM_LOG, seq, value.value(), || format!("ingest batch {seq}")) {
                 report.problems.push(p);
             }
             let batch: IngestBatch = match codec::decode(value.value()) {
@@ -178,6 +171,7 @@ impl Snapshot {
         blob_ids: &HashSet<Hash>,
         logged: &HashMap<Hash, u64>,
     ) -> Result<()> {
+        let sums = self.sums()?;
         let mut numbers = self.by_number(EPISODE_INDEX, "episodes", &mut report.problems)?;
         let indexed = table!(self.txn, EPISODE_INDEX).len().map_err(Error::redb)?;
         let mut traced = BTreeSet::new();
@@ -186,7 +180,8 @@ impl Snapshot {
             let (number, value) = entry.map_err(Error::redb)?;
             let number = number.value();
             traced.insert(number);
-            if let Some(p) = self.sum_problem(SUM_TRACES, number, value.value(), || format!("trace record {number}")) {
+            if let Some(p) = sum_problem(&sums, SUM_TRACES, number, value.value(), || format!("trace record {number}"))
+            {
                 report.problems.push(p);
                 bad_trace_sums.insert(number);
             }
@@ -217,7 +212,8 @@ impl Snapshot {
             if !traced.remove(&number) {
                 report.problems.push(format!("episode {name}: no trace record"));
             }
-            let sum_problem = self.sum_problem(SUM_RECORD, number, value.value(), || format!("episode {name}: record"));
+            let record_sum =
+                sum_problem(&sums, SUM_RECORD, number, value.value(), || format!("episode {name}: record"));
             let record = match decode_record(value.value()) {
                 Ok(r) => r,
                 Err(e) => {
@@ -240,7 +236,7 @@ impl Snapshot {
                     files_intact = false;
                 }
             }
-            if let Some(p) = sum_problem {
+            if let Some(p) = record_sum {
                 report.problems.push(p);
                 if files_intact {
                     report.repairable.push(key);
@@ -397,6 +393,11 @@ fn rederive(
     let traces_plain = codec::encode(&episode);
     let traces = trace_value(&stored.id, &codec::encode_blob(&traces_plain));
     Ok(Rederived { record, traces, traces_plain })
+}
+
+/// A stored value's checksum problem, if it has one (see [`Snapshot::check_sum`]).
+fn sum_problem(sums: &Sums, kind: u8, number: u64, value: &[u8], what: impl FnOnce() -> String) -> Option<String> {
+    sums.check(kind, number, value, what).err().map(|e| e.to_string())
 }
 
 impl Store {
