@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use epistore_package::{BuiltPackage, Layout, PackageBuilder, Problem, TraceKind, FORMAT_V1_1, TRACE_FILES};
+use epistore_package::{BuiltPackage, Layout, PackageBuilder, Posture, Problem, TraceKind, FORMAT_V1_1, TRACE_FILES};
 use serde_json::{json, Map, Value};
 
 use crate::secrets::{self, Finding};
@@ -909,13 +909,12 @@ impl Recorder {
     fn outcome(&self, posture: &str) -> Value {
         let correct = self.verdict.as_ref().map(|v| v.value == 1.0);
         // Section 6: derived in this order, never read from the agent's own words.
+        let current = posture == Posture::Current.as_str();
         let label = match correct {
             None => Value::Null,
             Some(false) => json!("failed"),
-            Some(true) if posture == "current" && self.human_interventions == 0 => {
-                json!("autonomous_verified_success")
-            }
-            Some(true) if posture == "current" => json!("assisted_verified_success"),
+            Some(true) if current && self.human_interventions == 0 => json!("autonomous_verified_success"),
+            Some(true) if current => json!("assisted_verified_success"),
             Some(true) => json!("unverified_success"),
         };
         let reported_complete = self.last_complete.is_some() && !self.after_complete;

@@ -3,6 +3,8 @@
 
 use crate::model::{Episode, TRACE_FILES};
 
+/// The evidence posture of an episode (spec 5). Its spelling, [`Posture::as_str`], is
+/// the one the contract, the store and SQL use; [`crate::POSTURES`] lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Posture {
     Current,
@@ -13,7 +15,23 @@ pub enum Posture {
 }
 
 impl Posture {
-    pub fn as_str(self) -> &'static str {
+    /// Every posture, in the contract's order (the order of [`crate::POSTURES`]).
+    pub const ALL: [Posture; 5] = [Posture::Current, Posture::Stale, Posture::Failure, Posture::Gap, Posture::Unknown];
+
+    /// The spelling of every posture, in the order of [`Posture::ALL`].
+    pub const NAMES: [&'static str; 5] = {
+        let mut names = [""; 5];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Posture::ALL[i].as_str();
+            i += 1;
+        }
+        names
+    };
+
+    /// The posture's name as the contract spells it (`outcome.evidence_posture`, the
+    /// `posture` column): the only place it is spelled.
+    pub const fn as_str(self) -> &'static str {
         match self {
             Posture::Current => "current",
             Posture::Stale => "stale",
@@ -313,8 +331,9 @@ mod tests {
 
     #[test]
     fn posture_names_are_the_contract_names() {
-        let all = [Posture::Current, Posture::Stale, Posture::Failure, Posture::Gap, Posture::Unknown];
-        let names: Vec<&str> = all.iter().map(|p| p.as_str()).collect();
+        // Spelled out here as the contract (spec 5) writes them, to catch a rename.
+        assert_eq!(POSTURES, ["current", "stale", "failure", "gap", "unknown"]);
+        let names: Vec<&str> = Posture::ALL.iter().map(|p| p.as_str()).collect();
         assert_eq!(names, POSTURES);
     }
 

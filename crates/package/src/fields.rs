@@ -3,6 +3,13 @@
 //! Every getter names the field by its dotted path (`model.name`) and the file and line
 //! it came from, so a rejection tells the user where to look. `null` counts as absent
 //! for optional fields; a required field that is `null` is missing.
+//!
+//! An [`Obj`] remembers which fields its getters read: those are the fields this build
+//! knows, and [`Obj::unknown`] is every other one (kept as `extra`, spec 6). A parser
+//! so names each field once, where it reads it; there is no second list of known
+//! fields to keep in step.
+
+use std::cell::{Cell, RefCell};
 
 use serde_json::{Map, Value};
 
@@ -31,17 +38,28 @@ impl Place<'_> {
 pub(crate) type FieldResult<T> = Result<T, Box<Problem>>;
 
 pub(crate) struct Obj<'a> {
-    pub map: &'a Map<String, Value>,
+    map: &'a Map<String, Value>,
     pub place: Place<'a>,
     /// Dotted prefix of this object's fields (`model.`), empty at the top.
     pub prefix: String,
+    /// The fields of `map` a getter has read (its own keys, so no copies).
+    read: RefCell<Vec<&'a str>>,
+    /// The unknown fields were taken: a field read after that would be both typed and
+    /// kept in `extra`.
+    taken: Cell<bool>,
 }
 
 impl<'a> Obj<'a> {
     /// Views `value` as an object, or fails naming `what` (a field path or "line").
     pub fn new(value: &'a Value, place: Place<'a>, prefix: &str) -> FieldResult<Obj<'a>> {
         match value {
-            Value::Object(map) => Ok(Obj { map, place, prefix: prefix.to_string() }),
+            Value::Object(map) => Ok(Obj {
+                map,
+                place,
+                prefix: prefix.to_string(),
+                read: RefCell::new(Vec::with_capacity(map.len())),
+                taken: Cell::new(false),
+            }),
             other => Err(Box::new(place.problem(
                 (!prefix.is_empty()).then(|| prefix.trim_end_matches('.').to_string()),
                 format!("expected a JSON object, found {}", type_name(other)),
@@ -57,8 +75,20 @@ impl<'a> Obj<'a> {
         Err(Box::new(self.place.problem(Some(self.path(name)), message)))
     }
 
+    /// The field as written (`null` included), counted as known: it stays out of
+    /// [`Obj::unknown`]. Every getter reads through here.
+    pub fn raw(&self, name: &str) -> Option<&'a Value> {
+        debug_assert!(!self.taken.get(), "`{}` read after the unknown fields were taken", self.path(name));
+        let (key, value) = self.map.get_key_value(name)?;
+        let mut read = self.read.borrow_mut();
+        if !read.contains(&key.as_str()) {
+            read.push(key);
+        }
+        Some(value)
+    }
+
     fn present(&self, name: &str) -> Option<&'a Value> {
-        match self.map.get(name) {
+        match self.raw(name) {
             None | Some(Value::Null) => None,
             Some(v) => Some(v),
         }
@@ -72,10 +102,25 @@ impl<'a> Obj<'a> {
     }
 
     pub fn object(&self, name: &str) -> FieldResult<Option<Obj<'a>>> {
-        match self.present(name) {
+        self.nested(name, self.present(name))
+    }
+
+    /// A nested object read to be checked only: unlike every other getter this one
+    /// leaves the field among the unknown ones, so it is kept, whole, in `extra`.
+    pub fn object_kept_in_extra(&self, name: &str) -> FieldResult<Option<Obj<'a>>> {
+        self.nested(name, self.map.get(name).filter(|v| !v.is_null()))
+    }
+
+    fn nested(&self, name: &str, value: Option<&'a Value>) -> FieldResult<Option<Obj<'a>>> {
+        match value {
             None => Ok(None),
             Some(v) => Obj::new(v, self.place, &format!("{}.", self.path(name))).map(Some),
         }
+    }
+
+    /// The whole object as JSON text.
+    pub fn json_text(&self) -> String {
+        Value::Object(self.map.clone()).to_string()
     }
 
     pub fn string(&self, name: &str) -> FieldResult<Option<String>> {
@@ -198,14 +243,18 @@ impl<'a> Obj<'a> {
     }
 
     /// The fields this build does not interpret, as JSON object text; `None` when all
-    /// fields are known.
-    pub fn extra(&self, known: &[&str]) -> Option<String> {
-        extra_text(self.unknown(known))
+    /// fields are known. See [`Obj::unknown`].
+    pub fn extra(&self) -> Option<String> {
+        extra_text(self.unknown())
     }
 
-    /// The fields this build does not interpret, with their values.
-    pub fn unknown(&self, known: &[&str]) -> Map<String, Value> {
-        self.map.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+    /// The fields this build does not interpret, with their values, in the order
+    /// written: every field no getter has read. Taken after the last read (reading a
+    /// field afterwards is a bug, caught in debug builds).
+    pub fn unknown(&self) -> Map<String, Value> {
+        self.taken.set(true);
+        let read = self.read.borrow();
+        self.map.iter().filter(|(k, _)| !read.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 }
 
@@ -255,5 +304,49 @@ fn describe(v: &Value) -> String {
     match v {
         Value::Number(n) => n.to_string(),
         other => type_name(other).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn at() -> Place<'static> {
+        Place { package: "p", file: "f.json", line: None }
+    }
+
+    #[test]
+    fn the_unknown_fields_are_the_ones_no_getter_read() {
+        let value = json!({"a": 1, "b": null, "c": "x", "d": {"e": 2}, "f": true, "g": "not a number"});
+        let o = Obj::new(&value, at(), "").unwrap();
+        assert_eq!(o.integer("a", 0, 9).unwrap(), Some(1));
+        assert_eq!(o.string("b").unwrap(), None, "null reads as absent, and is still a known field");
+        assert!(o.object_kept_in_extra("d").unwrap().is_some());
+        assert!(o.raw("f").is_some());
+        assert!(o.number("g", 0.0, 1.0).is_err());
+        assert_eq!(o.string("absent").unwrap(), None);
+        assert_eq!(o.unknown(), json!({"c": "x", "d": {"e": 2}}).as_object().unwrap().clone());
+    }
+
+    #[test]
+    fn a_nested_object_keeps_its_own_reads() {
+        let value = json!({"m": {"name": "x", "size": 3}});
+        let o = Obj::new(&value, at(), "").unwrap();
+        let m = o.object("m").unwrap().unwrap();
+        m.string("name").unwrap();
+        assert_eq!(o.extra(), None);
+        assert_eq!(m.extra().as_deref(), Some(r#"{"size":3}"#));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "`m.name` read after the unknown fields were taken")]
+    fn reading_after_the_unknown_fields_were_taken_is_caught() {
+        let value = json!({"name": "x"});
+        let o = Obj::new(&value, at(), "m.").unwrap();
+        o.unknown();
+        let _ = o.string("name");
     }
 }

@@ -167,7 +167,7 @@ fn parse_json(package: &str, file: &str, bytes: &[u8]) -> Result<Value, Box<Prob
 /// and turned into its record before the next is read, so a trace of millions of
 /// records never holds more than one line's JSON tree at a time (the trees cost many
 /// times the record's own size).
-fn records<T>(
+fn records<T: Record>(
     package: &str,
     file: &str,
     bytes: &[u8],
@@ -192,24 +192,37 @@ fn records<T>(
             revision: 0,
             extra: None,
         };
-        out.push(parse(&obj, common)?);
+        let mut record = parse(&obj, common)?;
+        // Unknown fields are kept (spec 6): every field neither the common reads above
+        // nor the record's parser read.
+        record.common_mut().extra = obj.extra();
+        out.push(record);
     }
     Ok(out)
 }
 
-const COMMON: &[&str] = &["seq", "ts", "grade"];
-
-fn with_extra(obj: &Obj, mut common: Common, known: &[&str]) -> Common {
-    let all: Vec<&str> = COMMON.iter().chain(known).copied().collect();
-    common.extra = obj.extra(&all);
-    common
+/// A trace record, whose `extra` [`records`] fills in once its parser has read it.
+trait Record {
+    fn common_mut(&mut self) -> &mut Common;
 }
+
+macro_rules! record {
+    ($($t:ty),*) => {
+        $(impl Record for $t {
+            fn common_mut(&mut self) -> &mut Common {
+                &mut self.common
+            }
+        })*
+    };
+}
+
+record!(Action, Tool, ContextRecord, Check, Attribution, Intervention, EntropyFinding);
 
 fn parse_action(o: &Obj, common: Common) -> FieldResult<Action> {
     let kind = o.enumerated("kind", ACTION_KINDS)?;
     let mutates_by_default = matches!(kind.as_deref(), Some("edit" | "create" | "delete"));
     Ok(Action {
-        common: with_extra(o, common, &["kind", "paths", "summary", "mutates", "ok", "tool_seq"]),
+        common,
         paths: o.string_array("paths", None)?.unwrap_or_default(),
         summary: o.string("summary")?,
         mutates: o.boolean("mutates")?.unwrap_or(mutates_by_default),
@@ -234,11 +247,7 @@ fn parse_tool(o: &Obj, common: Common) -> FieldResult<Tool> {
         }
     });
     Ok(Tool {
-        common: with_extra(
-            o,
-            common,
-            &["tool", "command", "exit_code", "duration_ms", "timed_out", "failure_type", "recovered_by", "output"],
-        ),
+        common,
         tool: o.string_req("tool")?,
         command: o.string("command")?,
         exit_code,
@@ -253,7 +262,7 @@ fn parse_tool(o: &Obj, common: Common) -> FieldResult<Tool> {
 
 fn parse_context(o: &Obj, common: Common) -> FieldResult<ContextRecord> {
     Ok(ContextRecord {
-        common: with_extra(o, common, &["artifact", "kind", "purpose", "used"]),
+        common,
         artifact: o.string_req("artifact")?,
         kind: o.enumerated("kind", CONTEXT_KINDS)?,
         purpose: o.string("purpose")?,
@@ -274,26 +283,7 @@ fn parse_check(o: &Obj, common: Common) -> FieldResult<Check> {
         }
     }
     Ok(Check {
-        common: with_extra(
-            o,
-            common,
-            &[
-                "check_id",
-                "actor",
-                "method",
-                "command",
-                "result",
-                "exit_code",
-                "duration_ms",
-                "requirements",
-                "revision",
-                "suite_id",
-                "verifier",
-                "verdict",
-                "score",
-                "interpretation",
-            ],
-        ),
+        common,
         check_id: o.string_req("check_id")?,
         actor,
         method: o.enumerated("method", CHECK_METHODS)?,
@@ -315,11 +305,7 @@ fn parse_check(o: &Obj, common: Common) -> FieldResult<Check> {
 
 fn parse_attribution(o: &Obj, common: Common) -> FieldResult<Attribution> {
     Ok(Attribution {
-        common: with_extra(
-            o,
-            common,
-            &["failure_seq", "category", "responsibility", "location", "rank", "confidence", "evidence"],
-        ),
+        common,
         failure_seq: o.required("failure_seq", o.seq("failure_seq"))?,
         category: o.enumerated("category", ATTRIBUTION_CATEGORIES)?,
         responsibility: o.enumerated("responsibility", RESPONSIBILITIES)?,
@@ -332,11 +318,7 @@ fn parse_attribution(o: &Obj, common: Common) -> FieldResult<Attribution> {
 
 fn parse_intervention(o: &Obj, common: Common) -> FieldResult<Intervention> {
     Ok(Intervention {
-        common: with_extra(
-            o,
-            common,
-            &["actor", "kind", "reason", "missing_responsibility", "avoidable", "burden", "minutes"],
-        ),
+        common,
         actor: o.enumerated("actor", INTERVENTION_ACTORS)?,
         kind: o.enumerated("kind", INTERVENTION_KINDS)?,
         reason: o.string("reason")?,
@@ -349,7 +331,7 @@ fn parse_intervention(o: &Obj, common: Common) -> FieldResult<Intervention> {
 
 fn parse_entropy(o: &Obj, common: Common) -> FieldResult<EntropyFinding> {
     Ok(EntropyFinding {
-        common: with_extra(o, common, &["category", "severity", "phase", "path", "note"]),
+        common,
         category: o.enumerated("category", ENTROPY_CATEGORIES)?,
         severity: o.integer("severity", 0, 3)?,
         phase: o.enumerated("phase", ENTROPY_PHASES)?.unwrap_or_else(|| "post".into()),
@@ -378,37 +360,11 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
     for (i, item) in o.array("requirements")?.into_iter().flatten().enumerate() {
         let r = Obj::new(item, o.place, &format!("requirements[{i}]."))?;
         requirements.push(Requirement { id: r.string_req("id")?, text: r.string("text")? });
-        requirements_unknown.push(r.unknown(&["id", "text"]));
+        requirements_unknown.push(r.unknown());
     }
-    let tags = match o.object("tags")? {
-        Some(t) => Some(Value::Object(t.map.clone()).to_string()),
-        None => None,
-    };
+    let tags = o.object("tags")?.map(|t| t.json_text());
     let task_id = task.string_req("id")?;
-    // Unknown fields are kept (spec 6), nested ones under their parent's key.
-    let mut extra = o.unknown(&[
-        "format",
-        "episode",
-        "model",
-        "harness",
-        "task",
-        "repository",
-        "requirements",
-        "seed",
-        "attempt",
-        "started_at",
-        "ended_at",
-        "trace_complete",
-        "tags",
-    ]);
-    nest_unknown(&mut extra, "model", model.unknown(&["name", "version", "provider"]));
-    nest_unknown(&mut extra, "harness", harness.unknown(&["name", "level", "version", "components"]));
-    nest_unknown(&mut extra, "task", task.unknown(&["id", "family", "cluster"]));
-    if let Some(r) = &repository {
-        nest_unknown(&mut extra, "repository", r.unknown(&["url", "commit"]));
-    }
-    nest_unknown_items(&mut extra, "requirements", requirements_unknown);
-    Ok(Manifest {
+    let mut manifest = Manifest {
         format,
         episode: o.string_req("episode")?,
         model: model.string_req("name")?,
@@ -430,15 +386,27 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
         ended_at: o.timestamp("ended_at")?,
         trace_complete: o.boolean("trace_complete")?.unwrap_or(true),
         tags,
-        extra: extra_text(extra),
-    })
+        extra: None,
+    };
+    // Unknown fields are kept (spec 6), nested ones under their parent's key: every
+    // field not read above.
+    let mut extra = o.unknown();
+    nest_unknown(&mut extra, "model", model.unknown());
+    nest_unknown(&mut extra, "harness", harness.unknown());
+    nest_unknown(&mut extra, "task", task.unknown());
+    if let Some(r) = &repository {
+        nest_unknown(&mut extra, "repository", r.unknown());
+    }
+    nest_unknown_items(&mut extra, "requirements", requirements_unknown);
+    manifest.extra = extra_text(extra);
+    Ok(manifest)
 }
 
 /// The shape of a revision 1.1 `provenance` object. It stays among the unknown fields
 /// (the revision keeps it like one), but a malformed one is refused, so every reader of
 /// a stored 1.1 package can rely on it.
 fn check_provenance(o: &Obj) -> FieldResult<()> {
-    let Some(p) = o.object("provenance")? else {
+    let Some(p) = o.object_kept_in_extra("provenance")? else {
         return Ok(());
     };
     for name in ["importer", "source_format", "source_version", "supersedes"] {
@@ -453,7 +421,7 @@ fn check_provenance(o: &Obj) -> FieldResult<()> {
         if hash.len() != 64 || crate::parse_hex(&hash).is_none() {
             return f.fail("blake3", "expected 64 hex digits");
         }
-        if let Some(part) = f.map.get("part") {
+        if let Some(part) = f.raw("part") {
             if !(part.is_string() || part.is_u64() || part.is_null()) {
                 return f.fail("part", "expected a member name or a line number");
             }
@@ -465,7 +433,7 @@ fn check_provenance(o: &Obj) -> FieldResult<()> {
 fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
     // Revision 1.1: a label present and null means "not adjudicated"; absent is still
     // missing, and null under revision 1 is refused naming the revision that allows it.
-    let label = match o.map.get("label") {
+    let label = match o.raw("label") {
         Some(Value::Null) if format == FORMAT_V1_1 => None,
         Some(Value::Null) => {
             return o.fail("label", format!("`null` needs format `{FORMAT_V1_1}` (this package declares `{format}`)"))
@@ -478,7 +446,7 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
         let r = Obj::new(item, o.place, &format!("requirements[{i}]."))?;
         requirements
             .push(RequirementStatus { id: r.string_req("id")?, status: r.enumerated("status", REQUIREMENT_STATUSES)? });
-        requirements_unknown.push(r.unknown(&["id", "status"]));
+        requirements_unknown.push(r.unknown());
     }
     let mut locations_unknown = Vec::new();
     let fault_locations = match o.array("fault_locations")? {
@@ -496,7 +464,7 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
                     value => {
                         let loc = Obj::new(value, o.place, &format!("{field}."))?;
                         out.push(loc.string_req("location")?);
-                        locations_unknown.push(loc.unknown(&["location"]));
+                        locations_unknown.push(loc.unknown());
                     }
                 }
             }
@@ -507,31 +475,7 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
     let cost = o.object("cost")?;
     let count = |obj: &Option<Obj>, name: &str| obj.as_ref().map(|b| b.integer(name, 0, i64::MAX)).transpose();
     let amount = |obj: &Option<Obj>, name: &str| obj.as_ref().map(|b| b.number(name, 0.0, f64::MAX)).transpose();
-    // Unknown fields are kept (spec 6), nested ones under their parent's key.
-    let mut extra = o.unknown(&[
-        "label",
-        "agent_reported_complete",
-        "stop_reason",
-        "correct",
-        "start_state",
-        "admission",
-        "requirements",
-        "budget",
-        "cost",
-        "fault_locations",
-        "score",
-        "notes",
-        "evidence_posture",
-    ]);
-    nest_unknown_items(&mut extra, "requirements", requirements_unknown);
-    if let Some(b) = &budget {
-        nest_unknown(&mut extra, "budget", b.unknown(&["actions_used", "actions_max", "exhausted"]));
-    }
-    if let Some(c) = &cost {
-        nest_unknown(&mut extra, "cost", c.unknown(&["tokens_in", "tokens_out", "usd", "wall_ms"]));
-    }
-    nest_unknown_items(&mut extra, "fault_locations", locations_unknown);
-    Ok(Outcome {
+    let mut outcome = Outcome {
         label,
         agent_reported_complete: o.boolean("agent_reported_complete")?,
         stop_reason: o.enumerated("stop_reason", STOP_REASONS)?.unwrap_or_else(|| "completed".into()),
@@ -550,8 +494,21 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
         score: o.number("score", 0.0, 1.0)?,
         notes: o.string("notes")?,
         recorded_posture: o.enumerated("evidence_posture", POSTURES)?,
-        extra: extra_text(extra),
-    })
+        extra: None,
+    };
+    // Unknown fields are kept (spec 6), nested ones under their parent's key: every
+    // field not read above.
+    let mut extra = o.unknown();
+    nest_unknown_items(&mut extra, "requirements", requirements_unknown);
+    if let Some(b) = &budget {
+        nest_unknown(&mut extra, "budget", b.unknown());
+    }
+    if let Some(c) = &cost {
+        nest_unknown(&mut extra, "cost", c.unknown());
+    }
+    nest_unknown_items(&mut extra, "fault_locations", locations_unknown);
+    outcome.extra = extra_text(extra);
+    Ok(outcome)
 }
 
 /// `seq` is unique across all trace files, and every reference names an existing
@@ -1340,6 +1297,223 @@ pub(crate) mod tests {
             (e.outcome.actions_used, e.outcome.actions_max, e.outcome.budget_exhausted),
             (Some(3), Some(5), Some(false))
         );
+    }
+
+    /// Every field the contract names, at every level of the manifest and outcome and
+    /// in one record of each of the seven traces, each with a valid value (revision 1.1).
+    fn every_known_field() -> (Value, Value, Vec<(&'static str, Value)>) {
+        let ts = "2026-05-02T10:00:00Z";
+        let manifest = json!({
+            "format": FORMAT_V1_1,
+            "episode": "task-a/H1/seed-1",
+            "model": {"name": "model-a", "version": "v1", "provider": "lab"},
+            "harness": {"name": "h", "level": "H1", "version": "2", "components": ["verification"]},
+            "task": {"id": "task-a", "family": "login", "cluster": "login-app"},
+            "repository": {"url": "https://example.com/r.git", "commit": "abc123"},
+            "requirements": [{"id": "R1", "text": "logs in"}],
+            "seed": 1,
+            "attempt": 2,
+            "started_at": ts,
+            "ended_at": "2026-05-02T11:00:00Z",
+            "trace_complete": true,
+            "tags": {"arm": "a"},
+        });
+        let outcome = json!({
+            "label": "failed",
+            "agent_reported_complete": true,
+            "stop_reason": "completed",
+            "correct": false,
+            "start_state": "wrong",
+            "admission": "pending",
+            "requirements": [{"id": "R1", "status": "failed"}],
+            "budget": {"actions_used": 3, "actions_max": 5, "exhausted": false},
+            "cost": {"tokens_in": 10, "tokens_out": 20, "usd": 0.5, "wall_ms": 1000},
+            "fault_locations": [{"location": "a.js:3"}],
+            "score": 0.25,
+            "notes": "n",
+            "evidence_posture": "failure",
+        });
+        let common = |seq: u64| json!({"seq": seq, "ts": ts, "grade": "observed"});
+        let record = |seq: u64, fields: Value| {
+            let mut r = common(seq);
+            r.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+            r
+        };
+        let traces = vec![
+            (
+                "tools",
+                record(
+                    0,
+                    json!({"tool": "bash", "command": "make test", "exit_code": 1, "duration_ms": 5.5,
+                           "timed_out": false, "failure_type": "nonzero_exit", "recovered_by": 1,
+                           "output": "1 failed"}),
+                ),
+            ),
+            (
+                "actions",
+                record(
+                    1,
+                    json!({"kind": "edit", "paths": ["a.js"], "summary": "fix", "mutates": true, "ok": true,
+                           "tool_seq": 0}),
+                ),
+            ),
+            ("context", record(2, json!({"artifact": "docs/arch.md", "kind": "doc", "purpose": "p", "used": true}))),
+            (
+                "verification",
+                record(
+                    3,
+                    json!({"check_id": "c1", "actor": "verifier", "method": "judge", "command": "judge a.js",
+                           "result": "fail", "exit_code": 1, "duration_ms": 3, "requirements": ["R1"],
+                           "revision": 1, "suite_id": "s", "verifier": "judge-model", "verdict": "reject",
+                           "score": 0.2, "interpretation": "wrong"}),
+                ),
+            ),
+            (
+                "attribution",
+                record(
+                    4,
+                    json!({"failure_seq": 0, "category": "tool", "responsibility": "tool_access",
+                           "location": "a.js:3", "rank": 1, "confidence": 0.5, "evidence": [0, 3]}),
+                ),
+            ),
+            (
+                "interventions",
+                record(
+                    5,
+                    json!({"actor": "human", "kind": "hint", "reason": "r", "missing_responsibility": "verification",
+                           "avoidable": true, "burden": "low", "minutes": 2}),
+                ),
+            ),
+            (
+                "entropy",
+                record(6, json!({"category": "code", "severity": 1, "phase": "post", "path": "a.js", "note": "n"})),
+            ),
+        ];
+        (manifest, outcome, traces)
+    }
+
+    fn package_of(manifest: &Value, outcome: &Value, traces: &[(&str, Value)]) -> Pkg {
+        let mut pkg = Pkg::minimal().json(MANIFEST, manifest).json(OUTCOME, outcome);
+        for (name, record) in traces {
+            pkg = pkg.trace(name, std::slice::from_ref(record));
+        }
+        pkg
+    }
+
+    /// Each record's `extra`, by trace, in [`TRACE_FILES`] order.
+    fn record_extras(e: &Episode) -> Vec<(&'static str, Vec<Option<String>>)> {
+        fn of<T>(items: &Option<Vec<T>>, common: fn(&T) -> &Common) -> Vec<Option<String>> {
+            items.iter().flatten().map(|r| common(r).extra.clone()).collect()
+        }
+        vec![
+            ("actions", of(&e.actions, |r| &r.common)),
+            ("tools", of(&e.tools, |r| &r.common)),
+            ("context", of(&e.context, |r| &r.common)),
+            ("verification", of(&e.checks, |r| &r.common)),
+            ("attribution", of(&e.attributions, |r| &r.common)),
+            ("interventions", of(&e.interventions, |r| &r.common)),
+            ("entropy", of(&e.entropy, |r| &r.common)),
+        ]
+    }
+
+    #[test]
+    fn no_typed_field_leaks_into_extra() {
+        let (manifest, outcome, traces) = every_known_field();
+        let e = package_of(&manifest, &outcome, &traces).ok();
+        assert_eq!(e.manifest.extra, None, "manifest");
+        assert_eq!(e.outcome.extra, None, "outcome");
+        for (trace, extras) in record_extras(&e) {
+            assert_eq!(extras, [None], "the {trace} record");
+        }
+        // The fields were read, not skipped: a few from each level.
+        assert_eq!(
+            (e.manifest.model_provider.as_deref(), e.manifest.repository_commit.as_deref()),
+            (Some("lab"), Some("abc123"))
+        );
+        assert_eq!(e.manifest.requirements[0].text.as_deref(), Some("logs in"));
+        assert_eq!((e.outcome.tokens_out, e.outcome.wall_ms), (Some(20), Some(1000.0)));
+        assert_eq!(e.outcome.fault_locations, Some(vec!["a.js:3".to_string()]));
+        assert_eq!(e.tools.as_ref().unwrap()[0].output.as_deref(), Some("1 failed"));
+        assert_eq!(e.checks.as_ref().unwrap()[0].interpretation.as_deref(), Some("wrong"));
+        assert_eq!(e.entropy.as_ref().unwrap()[0].note.as_deref(), Some("n"));
+    }
+
+    /// Adds `"x_unknown": "<where>"` to every object of `value` (not inside `tags`,
+    /// whose fields are all kept as tags).
+    fn add_unknown_everywhere(value: &mut Value, at: &str) {
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map.iter_mut() {
+                    if key != "tags" {
+                        add_unknown_everywhere(v, &format!("{at}.{key}"));
+                    }
+                }
+                map.insert("x_unknown".into(), json!(at));
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter_mut().enumerate() {
+                    add_unknown_everywhere(v, &format!("{at}[{i}]"));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_unknown_field_at_every_level_is_kept_in_extra() {
+        let (mut manifest, mut outcome, mut traces) = every_known_field();
+        let typed = package_of(&manifest, &outcome, &traces).ok();
+        add_unknown_everywhere(&mut manifest, "m");
+        add_unknown_everywhere(&mut outcome, "o");
+        for (name, record) in &mut traces {
+            add_unknown_everywhere(record, name);
+        }
+        // Revision 1.1's provenance is read to be checked, yet kept whole among the
+        // unknown fields.
+        let provenance = json!({"importer": "epistore 0.1.0", "source_format": "codex", "opaque_calls": 1,
+                                "source_files": [{"name": "r.jsonl", "blake3": "ab".repeat(32), "part": 2}]});
+        manifest["provenance"] = provenance.clone();
+        let e = package_of(&manifest, &outcome, &traces).ok();
+        assert_eq!(
+            extra(&e.manifest.extra),
+            json!({
+                "x_unknown": "m",
+                "provenance": provenance,
+                "model": {"x_unknown": "m.model"},
+                "harness": {"x_unknown": "m.harness"},
+                "task": {"x_unknown": "m.task"},
+                "repository": {"x_unknown": "m.repository"},
+                "requirements": [{"x_unknown": "m.requirements[0]"}],
+            })
+        );
+        assert_eq!(e.manifest.provenance(), Some(provenance.as_object().unwrap().clone()));
+        assert_eq!(
+            extra(&e.outcome.extra),
+            json!({
+                "x_unknown": "o",
+                "requirements": [{"x_unknown": "o.requirements[0]"}],
+                "budget": {"x_unknown": "o.budget"},
+                "cost": {"x_unknown": "o.cost"},
+                "fault_locations": [{"x_unknown": "o.fault_locations[0]"}],
+            })
+        );
+        for (trace, extras) in record_extras(&e) {
+            let extras: Vec<Value> = extras.iter().map(extra).collect();
+            assert_eq!(extras, [json!({"x_unknown": trace})], "the {trace} record");
+        }
+        // Nothing else changed: without its extra fields the episode is the typed one.
+        let mut stripped = e.clone();
+        stripped.manifest.extra = None;
+        stripped.outcome.extra = None;
+        macro_rules! strip {
+            ($($trace:ident),*) => {
+                $(for r in stripped.$trace.iter_mut().flatten() {
+                    r.common.extra = None;
+                })*
+            };
+        }
+        strip!(actions, tools, context, checks, attributions, interventions, entropy);
+        assert_eq!(stripped, typed);
     }
 
     // ---- defaults --------------------------------------------------------------------

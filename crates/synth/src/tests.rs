@@ -224,7 +224,7 @@ fn outcomes_and_traces_cover_the_contract() {
     for label in epistore_package::LABELS {
         assert!(any(&|e| e.outcome.label.as_deref() == Some(*label)), "{label}");
     }
-    for posture in ["current", "stale", "failure", "gap", "unknown"] {
+    for &posture in epistore_package::POSTURES {
         assert!(any(&|e| e.derived.posture == posture), "{posture}");
     }
     // Tool failures of both kinds, some recovered, some attributed.
