@@ -25,7 +25,7 @@ For each population size N it
      episodes/s, MB/s, store size (du of the store incl. columnar/) against raw bytes;
   d. times a cold start: `EPISTORE --store S sql "SELECT count(*) FROM episodes"`;
   e. times the metric suite: `EPISTORE --store S sql --format csv --file suite.sql`,
-     suite.sql = `SELECT * FROM <view>;` for each view of metrics-v1 H, wall time
+     suite.sql = `SELECT * FROM <view>;` for each view of docs/metrics.md §H, wall time
      with process start, run twice, best kept;
   f. times an export of the biggest table:
      `EPISTORE --store S sql --format csv "SELECT * FROM actions" > /dev/null` and
@@ -74,7 +74,7 @@ REPO = HERE.parent
 DUCKDB_SQL = HERE / "duckdb_metrics.sql"
 DATASET = REPO / "datasets" / "login-validation"
 
-# metrics-v1 H, in the contract's order, with the columns that identify a row.
+# docs/metrics.md §H, in the contract's order, with the columns that identify a row.
 VIEWS = {
     "cell_metrics": ["model", "harness_level", "task"],
     "label_shares": ["model", "harness_level", "task", "label"],

@@ -1,8 +1,8 @@
--- duckdb_metrics.sql: the metrics-v1 views of epistore (section H), hand-written for
+-- duckdb_metrics.sql: the metric views of epistore (docs/metrics.md §H), hand-written for
 -- DuckDB (>= 1.3) over the RAW package files of a population. This is the baseline
 -- that benches/bench.py times against epistore, and an independent cross-check of
--- queries/*.sql: it is written from the contracts (/work/shared/spec/
--- episode-package-v1.md and metrics-v1.md), not copied from the shipped views.
+-- queries/*.sql: it is written from the contracts (docs/format.md and docs/metrics.md),
+-- not copied from the shipped views.
 --
 -- Input: a root folder searched recursively; a package is a directory holding
 -- manifest.json (the outermost one wins: a manifest.json below another package's
@@ -25,11 +25,11 @@
 --                database). Run as a whole, this file defines reader_json last, so
 --                read_json is the one used;
 --   load         typed tables from the src_*() macros (only the fields the metrics
---                need; the field defaults of spec 3 applied while reading);
---   derive       derived state of spec 5: observed/bound/final revision, freshness,
+--                need; the field defaults of docs/format.md §5 applied while reading);
+--   derive       derived state of docs/format.md §6: observed/bound/final revision, freshness,
 --                evidence posture (materialised, as epistore derives them at ingest);
 --   views        the metric views (cheap: CREATE VIEW);
---   suite        SELECT * FROM each metrics-v1 H view (cell keys first, key order).
+--   suite        SELECT * FROM each docs/metrics.md §H view (cell keys first, key order).
 -- bench.py times list + reader + load + derive as "DuckDB load" and suite as "suite".
 --
 -- Differences from epistore that do not change the metrics on valid packages: nothing
@@ -109,7 +109,7 @@ SET VARIABLE entropy_files = (SELECT coalesce(list(file), []) || ['/dev/null'] F
 -- @section reader_text
 
 -- The non-blank lines of JSON Lines files (a line is split on \n; a \r before it and
--- lines of only whitespace are dropped, as spec 3 / docs/format.md 2 say).
+-- lines of only whitespace are dropped, as docs/format.md §2 says).
 CREATE OR REPLACE MACRO jsonl_lines(files) AS TABLE
 SELECT filename, line
 FROM (SELECT filename, unnest(string_split(content, chr(10))) AS line FROM read_text(files))
@@ -252,7 +252,7 @@ SELECT f.pkg, a.seq, a.kind,
 FROM src_actions() a
 JOIN trace_files f ON f.file = a.filename;
 
--- tools: the written failure_type is the truth; absent, it is derived (spec 3).
+-- tools: the written failure_type is the truth; absent, it is derived (docs/format.md §5.3).
 CREATE OR REPLACE TABLE tools AS
 SELECT f.pkg, t.seq,
        coalesce(t.failure_type,
@@ -294,7 +294,7 @@ JOIN trace_files f ON f.file = e.filename;
 
 -- @section derive
 
--- Observed revision (spec 5): the revision at seq s is the number of ok mutating
+-- Observed revision (docs/format.md §6.1): the revision at seq s is the number of ok mutating
 -- actions with a smaller seq. `revision_after` numbers the mutations in seq order, so
 -- the observed revision at s is revision_after of the last mutation before s (0 if none).
 CREATE OR REPLACE TABLE mutations AS
@@ -350,7 +350,7 @@ SELECT p.pkg, p.dir, m.episode, m.model, m.harness_level, m.task, m."cluster", m
        m.trace_complete, m.requirements,
        o.label, o.correct, o.admission, o.stop_reason, o.start_state, o.score,
        fi.final_revision,
-       -- evidence posture, spec 5: the first rule that holds
+       -- evidence posture, docs/format.md §6.3: the first rule that holds
        CASE WHEN NOT m.trace_complete THEN 'unknown'
             WHEN coalesce(a.failed_on_final, false) THEN 'failure'
             WHEN fi.final_revision > 0 AND NOT coalesce(a.passed_on_final, false)
@@ -383,7 +383,7 @@ CREATE OR REPLACE MACRO flag(b) AS CASE WHEN b THEN 1 ELSE 0 END;
 CREATE OR REPLACE VIEW cells AS
 SELECT DISTINCT model, harness_level, task FROM episodes;
 
--- Per-episode numerators and denominators of metrics-v1 A, B, C (pooled below).
+-- Per-episode numerators and denominators of docs/metrics.md §A, §B, §C (pooled below).
 CREATE OR REPLACE VIEW episode_counts AS
 WITH
 agent_checks AS (

@@ -21,7 +21,7 @@ of that process) and the store's size after it: whether ingest slows down, or me
 grows, as the store grows from 0 to N episodes (each part is ~100 transactions of up
 to 512 packages, so a part's episodes/s is the batch cost at that store size). Then over
 the full store: cold start (open + first query, the store's pages dropped first), the
-metric suite (`SELECT * FROM <view>` for each view of metrics-v1 H, best of 2, with
+metric suite (`SELECT * FROM <view>` for each view of docs/metrics.md §H, best of 2, with
 peak RSS), the row count of the biggest table and its Parquet export. DuckDB is not
 run: it needs every raw file at once.
 

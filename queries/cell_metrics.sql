@@ -1,5 +1,5 @@
 -- cell_metrics: one row per cell (model, harness_level, task) with every scalar metric
--- of metrics-v1 sections A, B and C in table order, then mean_score.
+-- of docs/metrics.md §A, §B and §C in table order, then mean_score.
 -- Each ratio is a sum of per-episode numerators over a sum of per-episode denominators
 -- (episode_facts); a zero denominator gives NULL, never 0.
 -- `epistore metrics --by KEYS` runs this same text with the lines marked `@keys`

@@ -1,10 +1,10 @@
 -- episode_facts: one row per episode holding the numerator and the denominator of
--- every per-cell metric of metrics-v1 sections A, B and C. Every metric view rolls
+-- every per-cell metric of docs/metrics.md §A, §B and §C. Every metric view rolls
 -- these up by summing numerators and denominators (pooling counts); none averages
 -- ratios. A denominator of 0 for an episode means it does not count for that metric.
 --
 -- Conventions: an agent check is a `checks` row with actor = 'agent'; its `revision`
--- is the bound revision (spec 5). A failed tool record has failure_type <> 'none'
+-- is the bound revision (docs/format.md §6.1). A failed tool record has failure_type <> 'none'
 -- (column `failed`). A missing trace and an empty one differ: `has_<trace>` says which.
 WITH
 agent_checks AS (
@@ -95,7 +95,7 @@ SELECT
     e.label, e.posture, e.agent_reported_complete, e.admission, e.correct, e.source_format,
     -- A. harness ladder
     1 AS episodes,
-    -- Label metrics count adjudicated episodes only (metrics-v1 I): label NULL is an
+    -- Label metrics count adjudicated episodes only (docs/metrics.md §I): label NULL is an
     -- episode nobody judged (an import without an evaluator).
     CASE WHEN e.label IS NOT NULL THEN 1 ELSE 0 END AS adjudicated,
     CASE WHEN e.label = 'autonomous_verified_success' THEN 1 ELSE 0 END AS avs,

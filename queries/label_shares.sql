@@ -1,6 +1,6 @@
 -- label_shares: one row per cell and label, all five labels (a label no episode has
 -- gets 0 episodes and share 0). share = episodes with the label / adjudicated episodes
--- in the cell (label not NULL, metrics-v1 I): a cell nobody judged has share NULL.
+-- in the cell (label not NULL, docs/metrics.md §I): a cell nobody judged has share NULL.
 WITH labels(label, position) AS (
     VALUES ('autonomous_verified_success', 1), ('assisted_verified_success', 2),
            ('unverified_success', 3), ('failed', 4), ('unsafe_invalid', 5)

@@ -1,4 +1,4 @@
--- localisation: fault localisation per cell (metrics-v1 F), over episodes with a
+-- localisation: fault localisation per cell (docs/metrics.md §F), over episodes with a
 -- non-empty outcome.fault_locations (`n`; localisation_facts). topN_all: every truth
 -- region matched by a prediction of rank <= N; topN_any: at least one. Every cell has
 -- a row; with n = 0 the shares are NULL.

@@ -1,5 +1,5 @@
 -- localisation_facts: one row per episode with a non-empty outcome.fault_locations
--- (metrics-v1 F). Predictions are attribution records with a rank and a location; a
+-- (docs/metrics.md §F). Predictions are attribution records with a rank and a location; a
 -- prediction matches a truth region when the paths are equal and the inclusive line
 -- ranges overlap (a location without lines is the whole file: location_overlaps).
 -- rank_all: the rank needed to match every region (NULL when some region is never

@@ -1,4 +1,4 @@
--- oracle_verdicts: the evaluator's verdict on each evaluated revision (metrics-v1 D).
+-- oracle_verdicts: the evaluator's verdict on each evaluated revision (docs/metrics.md §D).
 -- Oracle records are checks with actor 'evaluator' and method 'oracle'; results other
 -- than pass/fail are dropped first, then of several verdicts on one revision the
 -- highest seq wins. y = 1 for correct (pass), 0 for wrong (fail).

@@ -1,4 +1,4 @@
--- posture_shares: one row per cell and evidence posture (spec 5), all five postures (one no episode has
+-- posture_shares: one row per cell and evidence posture (docs/format.md §6.3), all five postures (one no episode has
 -- gets 0 episodes and share 0). share = episodes in the posture / episodes in the cell.
 WITH postures(posture, position) AS (
     VALUES ('current', 1), ('stale', 2), ('failure', 3), ('gap', 4), ('unknown', 5)

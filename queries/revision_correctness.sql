@@ -1,4 +1,4 @@
--- revision_correctness: correctness over revisions per cell (metrics-v1 D), from
+-- revision_correctness: correctness over revisions per cell (docs/metrics.md §D), from
 -- oracle verdicts only (never outcome.correct).
 -- Y(k,t) is the verdict at the highest evaluated revision s <= t of episode k: a state
 -- is held until changed, also past the episode's own final revision, up to the cell's

@@ -1,5 +1,5 @@
 -- revision_pairs: one row per pair of consecutive evaluated revisions of one episode
--- (metrics-v1 D), with the oracle verdict before (y_before) and after (y_after).
+-- (docs/metrics.md §D), with the oracle verdict before (y_before) and after (y_after).
 -- revision_transitions counts these per cell; intervals resample them by cluster.
 SELECT model, harness_level, task, "cluster", episode_id, revision_before, revision, y_before, y_after
 FROM (

@@ -1,5 +1,5 @@
 -- revision_transitions: per cell, over pairs of consecutive evaluated revisions of one
--- episode (metrics-v1 D; revision_pairs): repair_rate = wrong -> correct pairs / pairs
+-- episode (docs/metrics.md §D; revision_pairs): repair_rate = wrong -> correct pairs / pairs
 -- starting wrong (wrong -> wrong included); regression_rate = correct -> wrong / pairs
 -- starting correct. Every cell has a row; a rate with no qualifying pair is NULL.
 WITH

@@ -1,5 +1,5 @@
 -- verifier_judgements: each verifier's winning verdict on each candidate whose truth
--- is known (metrics-v1 E). A candidate is (episode, revision); its truth y is the
+-- is known (docs/metrics.md §E). A candidate is (episode, revision); its truth y is the
 -- oracle verdict at that exact revision, else, for the final revision only,
 -- outcome.correct. Of several verdicts of one verifier on one candidate the highest
 -- seq wins, with its score. Candidates with unknown truth are left out.

@@ -1,5 +1,5 @@
 -- verifier_pair_judgements: one row per pair of verifiers i < j (by name) and candidate
--- both judged (metrics-v1 E), with both winning verdicts and the truth y.
+-- both judged (docs/metrics.md §E), with both winning verdicts and the truth y.
 -- verifier_pairs counts these; intervals resample them by cluster.
 SELECT e.model, e.harness_level, e.task, e."cluster", i.episode_id, i.revision,
        i.verifier AS verifier_i, j.verifier AS verifier_j,

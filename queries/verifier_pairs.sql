@@ -1,5 +1,5 @@
 -- verifier_pairs: per pair of verifiers i < j (by name), over candidates both judged
--- (metrics-v1 E; verifier_pair_judgements). Among the n0 wrong candidates: n11 both accept, n10 only i, n01 only
+-- (docs/metrics.md §E; verifier_pair_judgements). Among the n0 wrong candidates: n11 both accept, n10 only i, n01 only
 -- j, n00 neither. f_i, f_j: false-accept rates; joint_false_accept = n11/n0;
 -- excess_joint D_ij = n11/n0 - f_i*f_j; phi = the phi coefficient of the 2x2 table.
 -- Every pair of verifiers with judgements has a row; all ratios are NULL when n0 = 0,

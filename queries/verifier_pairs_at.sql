@@ -1,4 +1,4 @@
--- verifier_pairs_at(c): verifier_pairs at a fixed coverage c in (0, 1] (metrics-v1 E).
+-- verifier_pairs_at(c): verifier_pairs at a fixed coverage c in (0, 1] (docs/metrics.md §E).
 -- Per pair i < j: the N candidates with known truth whose winning verdict from both
 -- verifiers has a score (`n` = N); each verifier accepts its top m by score, m the
 -- smallest integer >= c*N, computed exactly in decimal (c is read from its decimal

@@ -1,5 +1,5 @@
 -- verifier_stats: per verifier, over its winning verdicts on candidates with known
--- truth (metrics-v1 E; `n` counts them): coverage = accepts / n; risk = accepts on
+-- truth (docs/metrics.md §E; `n` counts them): coverage = accepts / n; risk = accepts on
 -- wrong / accepts; false_accept_rate = accepts on wrong / verdicts on wrong;
 -- accuracy = verdicts agreeing with the truth / n.
 SELECT verifier,

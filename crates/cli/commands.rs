@@ -416,7 +416,7 @@ pub fn show(store_dir: &Path, episode: &str, format: OutputFormat) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-/// The provenance of an imported episode (importers-v1 section 0), one row per field:
+/// The provenance of an imported episode (docs/format.md §8), one row per field:
 /// the source format and version, each source file (name, part, blake3), the opaque
 /// calls and every note, so a reader sees what the import could not tell.
 fn provenance_rows(provenance: &serde_json::Map<String, Value>) -> Vec<Vec<Value>> {

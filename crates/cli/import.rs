@@ -1,6 +1,6 @@
 //! `epistore import`: the logs agent tools write, read by `epistore-import` into
 //! packages, committed through the store's normal ingest (or written as package
-//! directories with `--out`). Contract: importers-v1 section 7; docs/importers.md.
+//! directories with `--out`). Contract: docs/importers.md §7.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

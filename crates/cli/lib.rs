@@ -116,7 +116,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: OutputFormat,
     },
-    /// The headline population metrics (metrics-v1 A-C), pooled over the chosen keys.
+    /// The headline population metrics (docs/metrics.md §A-§C), pooled over the chosen keys.
     ///
     /// Every ratio is a sum of numerators over a sum of denominators (never a mean of
     /// ratios); a zero denominator prints as NULL. The SQL is queries/cell_metrics.sql
@@ -136,7 +136,7 @@ enum Command {
         /// Print the SQL instead of running it.
         #[arg(long)]
         show_sql: bool,
-        /// 95% task-cluster bootstrap intervals (metrics-v1 G), one row per entry and
+        /// 95% task-cluster bootstrap intervals (docs/metrics.md §G), one row per entry and
         /// metric. With --all: every metric of sections A to F (shares, revision
         /// transitions, verifiers, verifier pairs, localisation included).
         #[arg(long)]

@@ -1,4 +1,4 @@
-//! Leaderboards, paired comparisons and intervals (metrics-v1 G) end to end: hand-worked
+//! Leaderboards, paired comparisons and intervals (docs/metrics.md §G) end to end: hand-worked
 //! tie groups, a golden seeded board, the SQL aggregate agreeing with `metrics --ci`,
 //! the four formats, and the HTML page in headless Chromium.
 

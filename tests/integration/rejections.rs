@@ -1,4 +1,4 @@
-//! Every rejection rule of spec 6, plus archive escapes: each is refused with a
+//! Every rejection rule of docs/format.md §7, plus archive escapes: each is refused with a
 //! message naming file, line and field, and leaves the store exactly as it was.
 
 use std::collections::BTreeMap;

@@ -1,6 +1,7 @@
 //! Importers: the logs coding-agent tools already write, read as an observer and
-//! turned into episode packages (`importers-v1`; the project's own words are in
-//! `docs/importers.md`).
+//! turned into episode packages. The contract is `docs/importers.md` (the contract
+//! `importers-v1` in the project's own words); its sections are numbered as the
+//! contract's, and "section N" / "§ N" in this crate's comments are its sections.
 //!
 //! No store and no Arrow here. An import runs in three phases, each its own function:
 //!

@@ -1,4 +1,4 @@
-//! The rules every source shares (importers-v1 sections 2 to 6), in one place: a format
+//! The rules every source shares (docs/importers.md §2 to §6), in one place: a format
 //! module reads its log and tells the [`Recorder`] what happened, in stream order (a
 //! tool call where it starts, a person's message, a completion claim, an evaluator's
 //! verdict); the recorder turns that into records through the package builder.
@@ -23,7 +23,7 @@ use crate::{Format, Options, Refusal};
 /// The importer named in every package's provenance.
 pub const IMPORTER: &str = concat!("epistore ", env!("CARGO_PKG_VERSION"));
 
-/// Evidence grade of a record (package spec 3).
+/// Evidence grade of a record (docs/format.md §5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grade {
     /// Copied from a structured field of the log.

@@ -1,4 +1,4 @@
-//! Leaderboards with honest statistics (metrics-v1 G): every entry's pooled value with
+//! Leaderboards with honest statistics (docs/metrics.md §G): every entry's pooled value with
 //! its task-cluster bootstrap interval, a paired comparison with the entry ranked
 //! above, Holm-adjusted over the board, tie groups, and the episode ids behind each
 //! score; rendered as Markdown, one self-contained HTML page, JSON or CSV.
@@ -71,7 +71,7 @@ pub struct Spec {
     /// A SQL condition on `episode_facts` columns.
     pub filter: Option<String>,
     pub bootstrap: Bootstrap,
-    /// Tie-group threshold on Holm-adjusted p-values (metrics-v1 G: 0.05).
+    /// Tie-group threshold on Holm-adjusted p-values (docs/metrics.md §G: 0.05).
     pub alpha: f64,
     /// Overrides which way the metric is better.
     pub direction: Option<Direction>,
@@ -290,7 +290,7 @@ async fn evidence_matrix(engine: &Engine, filter: Option<&str>) -> Result<Option
     Ok((!matrix.levels.is_empty()).then_some(matrix))
 }
 
-/// Correctness over revisions (metrics-v1 D) per entry of the cell keys: the text of
+/// Correctness over revisions (docs/metrics.md §D) per entry of the cell keys: the text of
 /// queries/revision_correctness.sql with the cell replaced by the entry.
 async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -> Result<Vec<Curve>> {
     let label = if keys.is_empty() {
@@ -476,7 +476,7 @@ pub struct Comparison {
     pub exact: bool,
 }
 
-/// Every pair of entries compared on the clusters both have (metrics-v1 G), with
+/// Every pair of entries compared on the clusters both have (docs/metrics.md §G), with
 /// Holm-adjusted p-values over the family of all pairs that share a cluster.
 pub async fn compare_all(engine: &Engine, spec: &Spec) -> Result<Vec<Comparison>> {
     spec.bootstrap.validate().map_err(|e| Error::Usage(e.to_string()))?;

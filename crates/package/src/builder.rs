@@ -155,7 +155,7 @@ impl PackageBuilder {
 
     /// Writes a trace's records in another order than they were pushed: line `k` of the
     /// file gets the record that was `order[k]`-th (records may appear in any order in a
-    /// file, spec 3, as when a recorder flushes late). Every record keeps its `seq`, and
+    /// file, docs/format.md §5, as when a recorder flushes late). Every record keeps its `seq`, and
     /// later pushes still append. Returns false, changing nothing, unless `order` is a
     /// permutation of the trace's records.
     pub fn reorder(&mut self, kind: TraceKind, order: &[usize]) -> bool {
@@ -186,7 +186,7 @@ impl PackageBuilder {
 
     /// Adds any other file (patch, report, artifact). The manifest, outcome and trace
     /// files are the builder's own, and a path must be relative, `/`-separated and
-    /// inside the package (spec 1).
+    /// inside the package (docs/format.md §1).
     pub fn file(&mut self, path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Result<(), Box<Problem>> {
         let path = path.into();
         let reserved = path == MANIFEST_FILE || path == OUTCOME_FILE || TRACE_FILES.iter().any(|(f, _)| *f == path);

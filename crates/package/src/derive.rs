@@ -1,4 +1,4 @@
-//! Derived state (spec 5): observed revisions, check freshness, evidence posture.
+//! Derived state (docs/format.md §6): observed revisions, check freshness, evidence posture.
 //! The store computes these; a recorder's own claims are kept beside them.
 
 use crate::model::{Episode, TRACE_FILES};
@@ -89,7 +89,7 @@ pub fn derive_state(e: &mut Episode) -> Result<(), (&'static str, u32, String)> 
     Ok(())
 }
 
-/// The first rule of spec 5 that holds.
+/// The first rule of docs/format.md §6.3 that holds.
 fn posture(e: &Episode) -> Posture {
     if !e.manifest.trace_complete {
         return Posture::Unknown;
@@ -114,7 +114,7 @@ fn posture(e: &Episode) -> Posture {
 
 #[cfg(test)]
 mod tests {
-    //! Derived state (spec 5), on packages built in memory and run through the parser.
+    //! Derived state (docs/format.md §6), on packages built in memory and run through the parser.
 
     use std::collections::BTreeMap;
 

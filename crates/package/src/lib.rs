@@ -5,8 +5,8 @@
 //! This crate knows nothing about storage or SQL. It turns bytes into a validated
 //! [`Episode`] or into a [`Problem`] that names the package, file, line and field.
 //!
-//! The contract is `docs/format.md` (the project's own words for
-//! `episode-package-v1.md`).
+//! The contract is `docs/format.md` (the contract `episode-package-v1` in the project's
+//! own words).
 
 mod budget;
 mod builder;
@@ -30,7 +30,7 @@ pub use source::{discover, read_source, read_source_within, Limits, PackageFile,
 
 /// Package format revision 1.
 pub const FORMAT_V1: &str = "episode-package/1";
-/// Revision 1.1 (importers-v1 section 0): revision 1 plus a verification `result` of
+/// Revision 1.1 (docs/format.md §8): revision 1 plus a verification `result` of
 /// `unknown`, a `null` outcome `label` and a manifest `provenance` object.
 pub const FORMAT_V1_1: &str = "episode-package/1.1";
 /// Every package format this build reads.
@@ -39,7 +39,7 @@ pub const FORMATS: &[&str] = &[FORMAT_V1, FORMAT_V1_1];
 /// A 32-byte blake3 hash.
 pub type Hash = [u8; 32];
 
-/// The episode id of a package (spec 5): blake3 over, for every file in bytewise path
+/// The episode id of a package (docs/format.md §6.4): blake3 over, for every file in bytewise path
 /// order, the path bytes, a 0x00 byte and the 32-byte blake3 of the file's bytes.
 ///
 /// `files` must already be sorted by path bytes (as [`RawPackage`] keeps them).

@@ -214,7 +214,7 @@ pub struct Common {
     pub line: u32,
     pub ts: Option<String>,
     pub grade: String,
-    /// Derived: the observed revision at this record's `seq` (spec 5).
+    /// Derived: the observed revision at this record's `seq` (docs/format.md §6.1).
     pub revision: u64,
     pub extra: Option<String>,
 }
@@ -247,7 +247,7 @@ pub struct Tool {
     pub timed_out: bool,
     /// The recorded `failure_type`, when present.
     pub recorded_failure_type: Option<String>,
-    /// The effective failure type: the recorded one, else derived (spec 3).
+    /// The effective failure type: the recorded one, else derived (docs/format.md §5.3).
     pub failure_type: String,
     pub recovered_by: Option<u64>,
     pub output: Option<String>,
@@ -339,7 +339,7 @@ pub struct EntropyFinding {
     pub note: Option<String>,
 }
 
-/// Everything the store derives for an episode (spec 5).
+/// Everything the store derives for an episode (docs/format.md §6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Derived {
     pub final_revision: u64,

@@ -1,4 +1,4 @@
-//! Validation of a package against `episode-package/1` (spec 6) and its typed form.
+//! Validation of a package against `episode-package/1` (docs/format.md §7) and its typed form.
 
 use std::collections::HashMap;
 
@@ -80,7 +80,7 @@ pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
     Ok(episode)
 }
 
-/// A revision 1 package may not use what revision 1.1 added (importers-v1 section 0).
+/// A revision 1 package may not use what revision 1.1 added (docs/format.md §8).
 fn refuse_revision_1_1_results(package: &str, e: &Episode) -> Result<(), Box<Problem>> {
     match e.checks.iter().flatten().find(|c| c.result.as_deref() == Some("unknown")) {
         Some(c) => Err(Box::new(place(package, TRACE_FILES[3].0, Some(c.common.line as usize)).problem(
@@ -236,7 +236,7 @@ fn parse_tool(o: &Obj, common: Common) -> FieldResult<Tool> {
     let exit_code = o.integer("exit_code", i64::MIN, i64::MAX)?;
     let timed_out = o.boolean("timed_out")?.unwrap_or(false);
     let recorded = o.enumerated("failure_type", FAILURE_TYPES)?;
-    // The recorded type is the truth; otherwise derive it (spec 3).
+    // The recorded type is the truth; otherwise derive it (docs/format.md §5.3).
     let failure_type = recorded.clone().unwrap_or_else(|| {
         if timed_out {
             "timeout".into()
@@ -583,7 +583,7 @@ fn check_references(package: &str, e: &Episode) -> Result<(), Box<Problem>> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    //! Validation (spec 6) and the typed form of accepted packages. The package helper
+    //! Validation (docs/format.md §7) and the typed form of accepted packages. The package helper
     //! [`Pkg`] is shared with the tests of `derive.rs`.
 
     use std::collections::BTreeMap;
@@ -1633,9 +1633,9 @@ pub(crate) mod tests {
         assert_eq!(e.derived.posture, "gap");
     }
 
-    // ---- episode identity (spec 5) ---------------------------------------------------
+    // ---- episode identity (docs/format.md §6.4) ---------------------------------------
 
-    /// The spec's definition, written out independently of the crate.
+    /// The definition in docs/format.md §6.4, written out independently of the crate.
     fn expected_episode_id(files: &[(&str, &[u8])]) -> String {
         let mut sorted: Vec<&(&str, &[u8])> = files.iter().collect();
         sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
@@ -1693,7 +1693,7 @@ pub(crate) mod tests {
         assert_eq!(crate::hex(&id(&base)), expected);
     }
 
-    // ---- revision 1.1 (importers-v1 section 0) ------------------------------------------
+    // ---- revision 1.1 (docs/format.md §8) ----------------------------------------------
 
     fn revision_1_1() -> Pkg {
         Pkg::minimal().set(MANIFEST, "format", json!(FORMAT_V1_1))
@@ -1759,7 +1759,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unknown_result_is_a_check_that_ran_but_not_a_pass() {
-        // Posture rules 3, 4, 6 with an unknown result (metrics-v1 section I).
+        // Posture rules 3, 4, 6 with an unknown result (docs/metrics.md §I).
         let edit = json!({"seq": 1, "kind": "edit"});
         let only_unknown = revision_1_1().trace("verification", &[unknown_check()]).ok();
         assert_eq!(only_unknown.derived.posture, "unknown", "ran (not gap), not a pass (not current)");

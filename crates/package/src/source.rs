@@ -76,9 +76,9 @@ pub struct RawPackage {
 }
 
 impl RawPackage {
-    /// Hashes every file and computes the episode id (spec 5).
+    /// Hashes every file and computes the episode id (docs/format.md §6.4).
     pub fn new(name: String, files: BTreeMap<String, Vec<u8>>) -> RawPackage {
-        // BTreeMap<String, _> iterates in bytewise order of the UTF-8 path, as spec 5 asks.
+        // BTreeMap<String, _> iterates in bytewise order of the UTF-8 path, as docs/format.md §6.4 asks.
         let files: Vec<PackageFile> = files
             .into_iter()
             .map(|(path, bytes)| {

@@ -1,10 +1,10 @@
-//! Intervals and comparisons (metrics-v1 G) for the shipped metrics.
+//! Intervals and comparisons (docs/metrics.md §G) for the shipped metrics.
 //!
 //! Every metric the store ships is a function of counts summed over rows (episodes,
 //! candidates, revision pairs). A [`Family`] names a row source (a shipped view) and the
 //! count columns ("components") its metrics are built from; [`Engine::cluster_sums`]
 //! sums the components per entry and task cluster, and `epistore-stats` does the rest on
-//! those sums, so an interval resamples clusters exactly as metrics-v1 G says and the
+//! those sums, so an interval resamples clusters exactly as docs/metrics.md §G says and the
 //! point estimate is the same pooled ratio the view reports.
 
 use std::collections::BTreeMap;
@@ -98,7 +98,7 @@ impl Family {
     /// The row source for entries grouped by `keys`, over the episodes matching `filter`.
     ///
     /// Correctness over revisions holds each episode's verdict up to the *group's*
-    /// largest evaluated revision (metrics-v1 D), so its rows (episode x revision t)
+    /// largest evaluated revision (docs/metrics.md §D), so its rows (episode x revision t)
     /// depend on the grouping: they are built here per grouping, with `reaches` = 1 when
     /// the episode itself was evaluated at t or later. A replicate in which no episode
     /// reaches t has no row at t in the view, so its metric there is undefined
@@ -198,7 +198,7 @@ impl FamilyBuilder {
     }
 }
 
-/// Every metric family the store ships, in metrics-v1 order.
+/// Every metric family the store ships, in docs/metrics.md order.
 pub fn families() -> &'static [Family] {
     static FAMILIES: OnceLock<Vec<Family>> = OnceLock::new();
     FAMILIES.get_or_init(|| {
@@ -206,7 +206,7 @@ pub fn families() -> &'static [Family] {
 
         let mut labels = FamilyBuilder::new("label_shares", &[], label_source("label", LABELS));
         let mut postures = FamilyBuilder::new("posture_shares", &[], label_source("posture", POSTURES));
-        // Label shares count adjudicated episodes only (metrics-v1 I: a null label is
+        // Label shares count adjudicated episodes only (docs/metrics.md §I: a null label is
         // an episode nobody judged); every episode has a posture.
         for (builder, column, values, den) in
             [(&mut labels, "label", LABELS, "adjudicated"), (&mut postures, "posture", POSTURES, "episodes")]

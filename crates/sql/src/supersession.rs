@@ -1,4 +1,4 @@
-//! Episodes that a later import supersedes (importers-v1 section 7, metrics-v1 I): a
+//! Episodes that a later import supersedes (docs/importers.md §7, docs/metrics.md §I): a
 //! log that grew is imported again as a new episode whose `provenance.supersedes`
 //! names the old one. The store keeps both (nothing is deleted); every table of one
 //! row per episode or per record, and so every metric view, shows only episodes that

@@ -14,7 +14,7 @@ pub struct Bootstrap {
 }
 
 impl Default for Bootstrap {
-    /// metrics-v1 G: B = 2000, 95%. The default seed is arbitrary but fixed, so two
+    /// docs/metrics.md §G: B = 2000, 95%. The default seed is arbitrary but fixed, so two
     /// runs over the same store print the same interval.
     fn default() -> Self {
         Bootstrap { replicates: 2000, seed: 20_261_130, level: 0.95 }

@@ -1,4 +1,4 @@
-//! Honest statistics for populations of episodes (metrics-v1 section G).
+//! Honest statistics for populations of episodes (docs/metrics.md §G).
 //!
 //! Every metric of the store is a function of counts summed over episodes, and the
 //! sampling unit is the task cluster (`task.cluster`): episodes of one cluster share a

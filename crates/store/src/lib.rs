@@ -3,7 +3,7 @@
 //!
 //! * Every file of every package is a blob found by its blake3 hash, stored once
 //!   (zstd-compressed when that helps), however many episodes share it.
-//! * An episode is found by its id (spec 5: blake3 over the package listing), so the
+//! * An episode is found by its id (docs/format.md §6.4: blake3 over the package listing), so the
 //!   same package ingested twice is one episode.
 //! * Values are appended under sequence numbers (blob numbers, episode numbers in ingest
 //!   order); small hash -> number indexes find them (format `epistore-store/2`).

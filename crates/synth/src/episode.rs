@@ -1256,7 +1256,7 @@ fn package(
         b.push(kind, record);
     }
     if sim.rng.chance(0.04) {
-        // Records may appear in any order in a file (spec 3): a late flush.
+        // Records may appear in any order in a file (docs/format.md §5): a late flush.
         let n = b.records(TraceKind::Actions).map_or(0, <[Rec]>::len);
         if n >= 3 {
             let i = sim.rng.index(n - 1);

@@ -1,4 +1,4 @@
-//! aider: `.aider.chat.history.md` (importers-v1 section 6a).
+//! aider: `.aider.chat.history.md` (docs/importers.md §6a).
 //!
 //! aider appends every session to one history file, each opening with
 //! `# aider chat started at TS`, so a unit is one session: `Part::Line(n)` with `n` its

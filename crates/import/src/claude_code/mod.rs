@@ -1,5 +1,5 @@
 //! Claude Code (`claude-code`): session transcripts and headless `stream-json` output
-//! (importers-v1 sections 2 to 7).
+//! (docs/importers.md §2 to §7).
 //!
 //! One episode per session (`sessionId`). Its files:
 //! - the transcript `<dir>/<session>.jsonl`, and its subagents' transcripts

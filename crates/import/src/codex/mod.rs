@@ -1,4 +1,4 @@
-//! Codex CLI logs (importers-v1 sections 2 to 7): session rollouts
+//! Codex CLI logs (docs/importers.md §2 to §7): session rollouts
 //! (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) and `codex exec --json` output.
 //!
 //! Shapes read, as codex-rs wrote them over its versions:

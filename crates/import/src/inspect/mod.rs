@@ -1,4 +1,4 @@
-//! Inspect AI logs (importers-v1 sections 2 to 6): one run per sample and epoch.
+//! Inspect AI logs (docs/importers.md §2 to §6): one run per sample and epoch.
 //!
 //! An `.eval` log is a ZIP: `header.json` (or, while the eval runs, `_journal/start.json`)
 //! describes the eval, and each sample is its own member `samples/{id}_epoch_{n}.json`,

@@ -1,4 +1,4 @@
-//! mini-SWE-agent `.traj.json` files (importers-v1 sections 2-6).
+//! mini-SWE-agent `.traj.json` files (docs/importers.md §2 to §6).
 //!
 //! A trajectory is `{info: {exit_status, submission, model_stats, mini_version, config},
 //! messages: [...], trajectory_format}` (1.x: `mini-swe-agent-1`, 2.x: `-1.1`), one run.

@@ -1,4 +1,4 @@
-//! OpenHands (importers-v1 § 9 `openhands`): event-stream trajectories and evaluation
+//! OpenHands (docs/importers.md §9 `openhands`): event-stream trajectories and evaluation
 //! outputs, in the shapes OpenHands writes them:
 //!
 //! - an evaluation `output.jsonl`: one `EvalOutput` per line (`instance_id`,

@@ -1,4 +1,4 @@
-//! Shell commands as `importers-v1` § 4 reads them: a command split into segments, each
+//! Shell commands as docs/importers.md §4 reads them: a command split into segments, each
 //! unwrapped and classified (check, mutation, read, inert, opaque), and the § 3 / § 4 rules
 //! that turn what a log shows of a call (exit code, time-out, output) into check results.
 //!

@@ -1,4 +1,4 @@
-//! SWE-agent `.traj` files, 0.x and 1.x (importers-v1 sections 2-6).
+//! SWE-agent `.traj` files, 0.x and 1.x (docs/importers.md §2 to §6).
 //!
 //! A trajectory is one run. Its steps (`trajectory[]`: `action`, `observation`,
 //! `execution_time` in 1.x) are the tool calls, in order; the run's configuration (0.x

@@ -1,4 +1,4 @@
-//! SWE-bench reports (importers-v1 § 9 `swe-bench`): not runs of their own but the
+//! SWE-bench reports (docs/importers.md §9 `swe-bench`): not runs of their own but the
 //! evaluator's verdict on runs given in the same call. Each report file is read whole
 //! while planning (reports are small) into [`Plan::reports`], one [`ReportVerdict`] per
 //! instance; `lib.rs` applies it to the run with the same `instance_id` that carries no

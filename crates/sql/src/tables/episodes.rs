@@ -75,7 +75,7 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     c.int("package_bytes", |r| Some(r.package_bytes() as i64));
     c.int("ingest_seq", |r| Some(r.ingest_seq as i64));
     c.str("source", |r| Some(&r.source));
-    // Revision 1.1 provenance (importers-v1 section 0): which importer format the
+    // Revision 1.1 provenance (docs/format.md §8): which importer format the
     // episode came from (NULL for a package written as a package), and the earlier
     // import it grew from.
     let provenance: Vec<(Option<String>, Option<String>)> = rows

@@ -92,7 +92,7 @@ pub(crate) fn context(loaded: &[Loaded]) -> Result<RecordBatch> {
 pub(crate) fn checks(loaded: &[Loaded]) -> Result<RecordBatch> {
     let rows = rows(loaded, |e| e.checks.as_ref());
     let mut c = Columns::new(&rows);
-    // `revision` here is the bound revision (spec 5); the observed revision at the
+    // `revision` here is the bound revision (docs/format.md §6.1); the observed revision at the
     // record's seq is `observed_revision`, the recorded field `recorded_revision`.
     cell_keys(&mut c);
     c.int("seq", |r| Some(r.rec.common.seq as i64));
