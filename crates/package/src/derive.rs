@@ -3,7 +3,7 @@
 
 use crate::model::{Episode, TRACE_FILES};
 
-/// The evidence posture of an episode (spec 5). Its spelling, [`Posture::as_str`], is
+/// The evidence posture of an episode (docs/format.md §6.3). Its spelling, [`Posture::as_str`], is
 /// the one the contract, the store and SQL use; [`crate::POSTURES`] lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Posture {
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn posture_names_are_the_contract_names() {
-        // Spelled out here as the contract (spec 5) writes them, to catch a rename.
+        // Spelled out here as the contract (docs/format.md §6.3) writes them, to catch a rename.
         assert_eq!(POSTURES, ["current", "stale", "failure", "gap", "unknown"]);
         let names: Vec<&str> = Posture::ALL.iter().map(|p| p.as_str()).collect();
         assert_eq!(names, POSTURES);

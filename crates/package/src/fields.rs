@@ -5,7 +5,7 @@
 //! for optional fields; a required field that is `null` is missing.
 //!
 //! An [`Obj`] remembers which fields its getters read: those are the fields this build
-//! knows, and [`Obj::unknown`] is every other one (kept as `extra`, spec 6). A parser
+//! knows, and [`Obj::unknown`] is every other one (kept as `extra`, docs/format.md §2). A parser
 //! so names each field once, where it reads it; there is no second list of known
 //! fields to keep in step.
 

@@ -59,7 +59,7 @@ pub const ADMISSIONS: &[&str] = &["accepted", "rejected", "pending"];
 pub const REQUIREMENT_STATUSES: &[&str] = &["verified", "unverified", "failed"];
 pub const STOP_REASONS: &[&str] =
     &["completed", "budget_exhausted", "escalated", "invalid_action", "timeout", "infra_error", "other"];
-/// The evidence postures (spec 5), spelled by [`crate::Posture::as_str`].
+/// The evidence postures (docs/format.md §6.3), spelled by [`crate::Posture::as_str`].
 pub const POSTURES: &[&str] = &crate::Posture::NAMES;
 
 /// The seven trace files, in the order the store reports them.

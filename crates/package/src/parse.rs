@@ -193,7 +193,7 @@ fn records<T: Record>(
             extra: None,
         };
         let mut record = parse(&obj, common)?;
-        // Unknown fields are kept (spec 6): every field neither the common reads above
+        // Unknown fields are kept (docs/format.md §2): every field neither the common reads above
         // nor the record's parser read.
         record.common_mut().extra = obj.extra();
         out.push(record);
@@ -388,7 +388,7 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
         tags,
         extra: None,
     };
-    // Unknown fields are kept (spec 6), nested ones under their parent's key: every
+    // Unknown fields are kept (docs/format.md §2), nested ones under their parent's key: every
     // field not read above.
     let mut extra = o.unknown();
     nest_unknown(&mut extra, "model", model.unknown());
@@ -496,7 +496,7 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
         recorded_posture: o.enumerated("evidence_posture", POSTURES)?,
         extra: None,
     };
-    // Unknown fields are kept (spec 6), nested ones under their parent's key: every
+    // Unknown fields are kept (docs/format.md §2), nested ones under their parent's key: every
     // field not read above.
     let mut extra = o.unknown();
     nest_unknown_items(&mut extra, "requirements", requirements_unknown);
