@@ -10,9 +10,10 @@ use std::fmt::Write;
 use epistore_package::{Layout, PackageBuilder, TraceKind, FORMAT_V1};
 use serde_json::{json, Map, Value};
 
+use crate::model::{Lang, Model, Repo, Task};
 use crate::rng::{round, sigmoid, Prng, STREAM_EPISODE, STREAM_RUN};
 use crate::text::{self, rfc3339, EPOCH_2026_05_01};
-use crate::world::{missing_at, Lang, Model, Repo, Task, World, COMPONENTS, LEVELS};
+use crate::world::{missing_at, World, COMPONENTS, LEVELS};
 
 /// Where one episode sits in the population.
 #[derive(Debug, Clone, Copy)]
