@@ -23,6 +23,7 @@
 //! seeded from (`seed`, episode index), so the thread count does not matter.
 
 mod episode;
+mod model;
 mod rng;
 mod text;
 mod world;

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
+use crate::model::{Lang, Repo, Task};
 use crate::rng::Prng;
-use crate::world::{Lang, Repo, Task};
 
 /// RFC 3339 UTC with milliseconds, e.g. `2026-05-02T10:00:22.413Z`.
 pub fn rfc3339(ms: i64) -> String {
