@@ -5,10 +5,11 @@
 -- largest evaluated revision. Episodes with no evaluated revision <= t are left out at
 -- t; `n` counts those kept. Revisions where no episode is kept give no row.
 --
--- Written without a per-cell GROUP BY feeding a join: DataFusion 55 carries a grouped
--- side's uniqueness through a join that multiplies its rows, and then drops `t` from
--- the final GROUP BY when a query reads few columns (count(*) over this view came out
--- short). Each verdict carries its cell's last evaluated revision (a window) instead.
+-- Written without unnesting a range per row of a per-cell GROUP BY: DataFusion 55
+-- carries the grouped key's uniqueness through the unnest that multiplies its rows,
+-- then drops `t` from the final GROUP BY when a query reads few columns (count(*) over
+-- this view came out short; docs/scale-out.md has the two-row reproduction). Each
+-- verdict carries its cell's last evaluated revision (a window) instead.
 WITH
 verdicts AS (
     SELECT model, harness_level, task, episode_id, revision, y,

@@ -44,8 +44,9 @@ pub const METRIC_KEYS: &[&str] = &["model", "harness_level", "task", "cluster"];
 pub const ROLLUP_KEYS: &[&str] = &["model", "harness_level", "task", "cluster", "source_format"];
 
 /// The settings of every session over store tables, the ones that compute stored
-/// per-episode views included (so both plan the same SQL the same way).
-pub(crate) fn session_config() -> SessionConfig {
+/// per-episode views included (so both plan the same SQL the same way). Public so a
+/// session over an export can start from the same settings.
+pub fn session_config() -> SessionConfig {
     let mut config = SessionConfig::new().with_default_catalog_and_schema("epistore", "public");
     // Read strings back as the Utf8 the tables declare.
     config.options_mut().execution.parquet.schema_force_view_types = false;
