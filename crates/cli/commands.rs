@@ -835,7 +835,7 @@ pub fn export(
         } else {
             let keys = split_keys(partition_by.unwrap_or(""));
             let (name, sql) = match (table, query) {
-                (Some(t), _) => (t.clone(), format!("SELECT * FROM \"{}\"", t.replace('"', "\"\""))),
+                (Some(t), _) => (t.clone(), format!("SELECT * FROM {}", epistore_sql::sql_text::quote_ident(&t))),
                 (None, Some(q)) => ("query".to_string(), q),
                 _ => unreachable!("clap requires one of --table, --query, --all"),
             };

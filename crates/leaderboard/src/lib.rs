@@ -9,7 +9,8 @@ use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
-use epistore_sql::intervals::{episode_filter, find_metric, Direction, Family, Metric};
+use epistore_sql::intervals::{find_metric, Direction, Family, Metric};
+use epistore_sql::sql_text::{episode_filter, quote_ident, quote_list};
 use epistore_sql::Engine;
 use epistore_stats::{cluster_bootstrap, holm, paired_comparison, tie_groups, Bootstrap};
 use serde::Serialize;
@@ -218,10 +219,6 @@ fn opt(a: &Float64Array, row: usize) -> Option<f64> {
     (!a.is_null(row)).then(|| a.value(row))
 }
 
-fn quoted(keys: &[&str]) -> Vec<String> {
-    keys.iter().map(|k| format!("\"{k}\"")).collect()
-}
-
 /// Episode ids behind each entry: the distinct episodes among the family's rows.
 async fn entry_episodes(
     engine: &Engine,
@@ -230,15 +227,15 @@ async fn entry_episodes(
     filter: Option<&str>,
 ) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
     let all: Vec<&str> = keys.iter().chain(family.own_keys).copied().collect();
-    let cols: Vec<String> = all.iter().map(|k| format!("CAST(\"{k}\" AS VARCHAR)")).collect();
+    let cols: Vec<String> = all.iter().map(|k| format!("CAST({} AS VARCHAR)", quote_ident(k))).collect();
     let mut select = cols.clone();
     select.push("array_to_string(array_agg(DISTINCT episode_id), ' ')".into());
-    let group = if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", quoted(&all).join(", ")) };
+    let group = if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", quote_list(&all)) };
     let sql = format!(
         "SELECT {} FROM ({}) AS rows{}{group}",
         select.join(", "),
         family.source_sql(keys, filter),
-        episode_filter(filter)
+        episode_filter("rows", filter)
     );
     let mut out = BTreeMap::new();
     for batch in engine.query(&sql).await? {
@@ -269,7 +266,7 @@ async fn evidence_matrix(engine: &Engine, filter: Option<&str>) -> Result<Option
     let sql = format!(
         "SELECT harness_level, count(*), {} FROM episodes{} GROUP BY harness_level ORDER BY harness_level",
         shares.join(", "),
-        episode_filter(filter)
+        episode_filter("episodes", filter)
     );
     let mut matrix = EvidenceMatrix {
         levels: vec![],
@@ -298,7 +295,7 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
     } else {
         format!(
             "concat_ws(' / ', {})",
-            keys.iter().map(|k| format!("CAST(\"{k}\" AS VARCHAR)")).collect::<Vec<_>>().join(", ")
+            keys.iter().map(|k| format!("CAST({} AS VARCHAR)", quote_ident(k))).collect::<Vec<_>>().join(", ")
         )
     };
     // As queries/revision_correctness.sql, with the entry for the cell: each verdict
@@ -315,7 +312,7 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
              GROUP BY v.entry, n.t, v.episode_id)
          SELECT entry, t, count(*), avg(CAST(y_t AS DOUBLE)), avg(CAST(ever AS DOUBLE))
          FROM held GROUP BY entry, t ORDER BY entry, t",
-        episode_filter(filter)
+        episode_filter("oracle_verdicts", filter)
     );
     let mut curves: BTreeMap<String, Vec<CurvePoint>> = BTreeMap::new();
     for batch in engine.query(&sql).await? {

@@ -211,7 +211,7 @@ impl Engine {
             let columns: Vec<String> = df.schema().fields().iter().map(|f| f.name().clone()).collect();
             let keys: Vec<String> = partition_by.iter().filter(|k| columns.contains(k)).cloned().collect();
             let target = tmp.join(&name);
-            let sql = format!("SELECT * FROM \"{name}\"");
+            let sql = format!("SELECT * FROM {}", crate::sql_text::quote_ident(&name));
             let w = self.export_into(&name, &sql, ExportFormat::Parquet, &target, &keys, true).await?;
             manifest_tables.push(json!({
                 "name": name,

@@ -17,6 +17,7 @@ use epistore_package::{LABELS, POSTURES};
 use epistore_stats::{bootstrap_with_plan, Bootstrap, Interval, ResamplePlan};
 
 use crate::error::{Error, Result};
+use crate::sql_text::{check_keys as check_keys_in, episode_filter, quote_ident, quote_list};
 use crate::{views, Engine, METRIC_KEYS};
 
 /// Which way a metric is better.
@@ -109,12 +110,8 @@ impl Family {
         }
         // As queries/revision_correctness.sql: each verdict carries its group's last
         // evaluated revision (a window, not a grouped join; see there for why).
-        let partition = if keys.is_empty() {
-            String::new()
-        } else {
-            format!("PARTITION BY {}", keys.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", "))
-        };
-        let filter = episode_filter(filter);
+        let partition = if keys.is_empty() { String::new() } else { format!("PARTITION BY {}", quote_list(keys)) };
+        let filter = episode_filter("oracle_verdicts", filter);
         format!(
             "WITH
              v AS (SELECT episode_id, revision, y,
@@ -136,38 +133,6 @@ impl Family {
     }
 }
 
-/// ` WHERE episode_id IN (...)`: a `--where` condition on `episode_facts` columns applied
-/// to any row source that carries `episode_id` (empty without a condition).
-pub fn episode_filter(filter: Option<&str>) -> String {
-    filter.map(|f| format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})")).unwrap_or_default()
-}
-
-/// Metrics where a smaller value is the better one.
-const LOWER_IS_BETTER: &[&str] = &[
-    "m_hir",
-    "m_hir_incidence",
-    "entropy_delta",
-    "stale_check_rate",
-    "verify_then_edit_rate",
-    "selective_risk",
-    "unsafe_completion",
-    "budget_exhaustion",
-    "regression_from_correct",
-    "regression_rate",
-    "lost_correctness",
-    "verifier_risk",
-    "false_accept_rate",
-    "joint_false_accept",
-    "excess_joint",
-    "phi",
-    "label_share:failed",
-    "label_share:unsafe_invalid",
-    "posture_share:stale",
-    "posture_share:failure",
-    "posture_share:gap",
-    "posture_share:unknown",
-];
-
 struct FamilyBuilder {
     family: Family,
 }
@@ -187,14 +152,15 @@ impl FamilyBuilder {
         }
     }
 
-    fn metric(&mut self, name: &str, formula: Formula, description: String) {
-        let direction = if LOWER_IS_BETTER.contains(&name) { Direction::Lower } else { Direction::Higher };
+    /// A metric, with the direction that ranks it: declared here, with the metric, so
+    /// a new metric cannot be added without saying which way is better.
+    fn metric(&mut self, name: &str, direction: Direction, formula: Formula, description: String) {
         self.family.metrics.push(Metric { name: name.to_string(), formula, direction, description });
     }
 
-    fn ratio(&mut self, name: &str, num: &[&str], den: &str) {
+    fn ratio(&mut self, name: &str, direction: Direction, num: &[&str], den: &str) {
         let formula = Formula::Ratio { num: num.iter().map(|n| self.component(n)).collect(), den: self.component(den) };
-        self.metric(name, formula, format!("{} / {den}", num.join(" + ")));
+        self.metric(name, direction, formula, format!("{} / {den}", num.join(" + ")));
     }
 }
 
@@ -212,7 +178,8 @@ pub fn families() -> &'static [Family] {
             [(&mut labels, "label", LABELS, "adjudicated"), (&mut postures, "posture", POSTURES, "episodes")]
         {
             for value in values {
-                builder.ratio(&format!("{column}_share:{value}"), &[&format!("{column}_{value}")], den);
+                let direction = share_direction(column, value);
+                builder.ratio(&format!("{column}_share:{value}"), direction, &[&format!("{column}_{value}")], den);
             }
         }
         out.push(labels.family);
@@ -228,18 +195,21 @@ pub fn families() -> &'static [Family] {
                     CASE WHEN y_before = 1 AND y_after = 0 THEN 1 ELSE 0 END AS regressed
              FROM revision_pairs",
         );
-        transitions.ratio("repair_rate", &["repaired"], "pairs_from_wrong");
-        transitions.ratio("regression_rate", &["regressed"], "pairs_from_correct");
+        transitions.ratio("repair_rate", Direction::Higher, &["repaired"], "pairs_from_wrong");
+        transitions.ratio("regression_rate", Direction::Lower, &["regressed"], "pairs_from_correct");
         out.push(transitions.family);
 
         // Correctness over revisions: one entry per (keys, revision t).
         let mut curves = FamilyBuilder::new("revision_correctness", &["revision"], String::new());
         let reaches = curves.component("reaches");
-        for (name, num) in
-            [("current_correctness", "correct_now"), ("ever_correct", "correct_ever"), ("lost_correctness", "correct_lost")]
-        {
+        for (name, direction, num) in [
+            ("current_correctness", Direction::Higher, "correct_now"),
+            ("ever_correct", Direction::Higher, "correct_ever"),
+            ("lost_correctness", Direction::Lower, "correct_lost"),
+        ] {
             let inner = Formula::Ratio { num: vec![curves.component(num)], den: curves.component("kept") };
-            curves.metric(name, Formula::Gated { inner: Box::new(inner), gate: reaches }, format!("{num} / kept"));
+            let formula = Formula::Gated { inner: Box::new(inner), gate: reaches };
+            curves.metric(name, direction, formula, format!("{num} / kept"));
         }
         out.push(curves.family);
 
@@ -251,10 +221,10 @@ pub fn families() -> &'static [Family] {
                     1 - j.y AS wrong, CASE WHEN j.accept = j.y THEN 1 ELSE 0 END AS agreed
              FROM verifier_judgements j JOIN episodes e ON e.episode_id = j.episode_id",
         );
-        verifiers.ratio("verifier_coverage", &["accepted"], "judged");
-        verifiers.ratio("verifier_risk", &["accepted_wrong"], "accepted");
-        verifiers.ratio("false_accept_rate", &["accepted_wrong"], "wrong");
-        verifiers.ratio("verifier_accuracy", &["agreed"], "judged");
+        verifiers.ratio("verifier_coverage", Direction::Higher, &["accepted"], "judged");
+        verifiers.ratio("verifier_risk", Direction::Lower, &["accepted_wrong"], "accepted");
+        verifiers.ratio("false_accept_rate", Direction::Lower, &["accepted_wrong"], "wrong");
+        verifiers.ratio("verifier_accuracy", Direction::Higher, &["agreed"], "judged");
         out.push(verifiers.family);
 
         let mut pairs = FamilyBuilder::new(
@@ -268,12 +238,13 @@ pub fn families() -> &'static [Family] {
                     CASE WHEN y = 0 AND accept_i = 0 AND accept_j = 0 THEN 1 ELSE 0 END AS n00
              FROM verifier_pair_judgements",
         );
-        pairs.ratio("f_i", &["n11", "n10"], "n0");
-        pairs.ratio("f_j", &["n11", "n01"], "n0");
-        pairs.ratio("joint_false_accept", &["n11"], "n0");
+        // f_i and f_j are false-accept rates, as `false_accept_rate` is: lower is better.
+        pairs.ratio("f_i", Direction::Lower, &["n11", "n10"], "n0");
+        pairs.ratio("f_j", Direction::Lower, &["n11", "n01"], "n0");
+        pairs.ratio("joint_false_accept", Direction::Lower, &["n11"], "n0");
         let [n11, n10, n01, n00, n0] = ["n11", "n10", "n01", "n00", "n0"].map(|c| pairs.component(c));
-        pairs.metric("excess_joint", Formula::ExcessJoint { n11, n10, n01, n0 }, "n11/n0 - f_i * f_j".into());
-        pairs.metric("phi", Formula::Phi { n11, n10, n01, n00, n0 }, "phi of the 2x2 table on wrong candidates".into());
+        pairs.metric("excess_joint", Direction::Lower, Formula::ExcessJoint { n11, n10, n01, n0 }, "n11/n0 - f_i * f_j".into());
+        pairs.metric("phi", Direction::Lower, Formula::Phi { n11, n10, n01, n00, n0 }, "phi of the 2x2 table on wrong candidates".into());
         out.push(pairs.family);
 
         let mut localisation = FamilyBuilder::new(
@@ -286,12 +257,27 @@ pub fn families() -> &'static [Family] {
              FROM localisation_facts",
         );
         for n in [1, 3, 5] {
-            localisation.ratio(&format!("top{n}_all"), &[&format!("all{n}")], "n");
-            localisation.ratio(&format!("top{n}_any"), &[&format!("any{n}")], "n");
+            localisation.ratio(&format!("top{n}_all"), Direction::Higher, &[&format!("all{n}")], "n");
+            localisation.ratio(&format!("top{n}_any"), Direction::Higher, &[&format!("any{n}")], "n");
         }
         out.push(localisation.family);
         out
     })
+}
+
+/// Which way a label or posture share is better: fewer failed or unsafe episodes, more
+/// of every other label; more episodes whose evidence is current, fewer in every other
+/// posture.
+fn share_direction(column: &str, value: &str) -> Direction {
+    let worse = match column {
+        "label" => value == "failed" || value == "unsafe_invalid",
+        _ => value != epistore_package::Posture::Current.as_str(),
+    };
+    if worse {
+        Direction::Lower
+    } else {
+        Direction::Higher
+    }
 }
 
 /// `CASE WHEN column = 'value' ...` components for a share view.
@@ -306,25 +292,34 @@ fn label_source(column: &str, values: &[&str]) -> String {
 }
 
 /// The cell_metrics family, read off queries/cell_metrics.sql so the text stays the
-/// one definition: every line `[CAST(]sum(NUM)[ AS DOUBLE)] / nullif(sum(DEN), 0) AS NAME`.
+/// one definition: every line `[CAST(]sum(NUM)[ AS DOUBLE)] / nullif(sum(DEN), 0) AS
+/// NAME, -- higher|lower is better`.
 fn cell_family() -> Family {
     let sql = views::VIEWS.iter().find(|(name, _)| *name == "cell_metrics").expect("shipped").1;
     let mut builder = FamilyBuilder::new("cell_metrics", &[], "SELECT * FROM episode_facts");
     for line in sql.lines() {
-        let Some((num, den, name)) = parse_ratio_line(line) else {
+        let Some((num, den, name, direction)) = parse_ratio_line(line) else {
             continue;
         };
-        builder.ratio(name, &[num], den);
+        let direction =
+            direction.unwrap_or_else(|| panic!("queries/cell_metrics.sql: `{name}` says not which way is better"));
+        builder.ratio(name, direction, &[num], den);
     }
     builder.family
 }
 
-fn parse_ratio_line(line: &str) -> Option<(&str, &str, &str)> {
-    let (left, right) = line.split_once("/ nullif(sum(")?;
+fn parse_ratio_line(line: &str) -> Option<(&str, &str, &str, Option<Direction>)> {
+    let (code, comment) = line.split_once("--").unwrap_or((line, ""));
+    let (left, right) = code.split_once("/ nullif(sum(")?;
     let num = left.split_once("sum(")?.1.split_once(')')?.0;
     let den = right.split_once(')')?.0;
     let name = right.rsplit_once(" AS ")?.1.trim().trim_end_matches(',');
-    Some((num, den, name))
+    let direction = match comment.trim() {
+        "higher is better" => Some(Direction::Higher),
+        "lower is better" => Some(Direction::Lower),
+        _ => None,
+    };
+    Some((num, den, name, direction))
 }
 
 /// Finds a metric by name.
@@ -365,21 +360,12 @@ pub struct MetricInterval {
     pub clusters: usize,
 }
 
+/// Refuses interval keys other than the cell keys and `cluster`.
 pub(crate) fn check_keys(keys: &[&str]) -> Result<()> {
-    for key in keys {
-        if !METRIC_KEYS.contains(key) {
-            let rollup_only = if crate::ROLLUP_KEYS.contains(key) {
-                " (without --ci: intervals resample task clusters of cells)"
-            } else {
-                ""
-            };
-            return Err(Error::Usage(format!(
-                "cannot group metric intervals by `{key}`{rollup_only}; use any of {}",
-                METRIC_KEYS.join(", ")
-            )));
-        }
-    }
-    Ok(())
+    let rollup_only = |key: &str| {
+        crate::ROLLUP_KEYS.contains(&key).then_some("without --ci: intervals resample task clusters of cells")
+    };
+    check_keys_in(keys, METRIC_KEYS, "metric intervals", rollup_only)
 }
 
 impl Engine {
@@ -387,13 +373,16 @@ impl Engine {
     /// episodes matching `filter` (a condition on `episode_facts` columns).
     pub fn cluster_sums_sql(family: &Family, keys: &[&str], filter: Option<&str>) -> Result<String> {
         check_keys(keys)?;
-        let group: Vec<String> =
-            keys.iter().chain(family.own_keys).map(|k| format!("CAST(\"{k}\" AS VARCHAR) AS \"{k}\"")).collect();
-        let group_names: Vec<String> = keys.iter().chain(family.own_keys).map(|k| format!("\"{k}\"")).collect();
+        let group: Vec<String> = keys
+            .iter()
+            .chain(family.own_keys)
+            .map(|k| format!("CAST({q} AS VARCHAR) AS {q}", q = quote_ident(k)))
+            .collect();
+        let group_names: Vec<String> = keys.iter().chain(family.own_keys).map(|k| quote_ident(k)).collect();
         let sums: Vec<String> =
-            family.components.iter().map(|c| format!("CAST(sum(\"{c}\") AS DOUBLE) AS \"{c}\"")).collect();
+            family.components.iter().map(|c| format!("CAST(sum({q}) AS DOUBLE) AS {q}", q = quote_ident(c))).collect();
         let source = family.source_sql(keys, filter);
-        let filter = episode_filter(filter);
+        let filter = episode_filter("rows", filter);
         // The resampling unit under a name of its own: `cluster` may be a key as well.
         let mut select = group.clone();
         select.push("CAST(\"cluster\" AS VARCHAR) AS \"__resample_cluster\"".into());
@@ -508,6 +497,17 @@ mod tests {
         let (_, risk) = find_metric("selective_risk").unwrap();
         assert_eq!(risk.description, "accepted_wrong / accepted_known");
         assert_eq!(risk.direction, Direction::Lower);
+        assert_eq!(find_metric("coverage").unwrap().1.direction, Direction::Higher);
+    }
+
+    #[test]
+    fn rates_of_a_bad_thing_rank_lower_first() {
+        for name in ["f_i", "f_j", "false_accept_rate", "phi", "m_hir", "posture_share:stale", "label_share:failed"] {
+            assert_eq!(find_metric(name).unwrap().1.direction, Direction::Lower, "{name}");
+        }
+        for name in ["posture_share:current", "label_share:autonomous_verified_success", "top1_all", "repair_rate"] {
+            assert_eq!(find_metric(name).unwrap().1.direction, Direction::Higher, "{name}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod export;
 pub mod intervals;
 mod output;
 mod provider;
+pub mod sql_text;
 pub mod statement;
 mod supersession;
 mod tables;
@@ -225,34 +226,16 @@ impl Engine {
     pub fn headline_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
         let sql = Self::metrics_sql(keys, filter)?;
         let columns: Vec<&str> = keys.iter().copied().chain(HEADLINE.iter().copied()).collect();
-        let quote = |cols: &[&str]| cols.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
-        let mut sql = format!("SELECT {} FROM (\n{sql}\n)", quote(&columns));
+        let mut sql = format!("SELECT {} FROM (\n{sql}\n)", sql_text::quote_list(&columns));
         if !keys.is_empty() {
             // Order is not kept through a subquery: sort the outer result.
-            sql.push_str(&format!("\nORDER BY {}", quote(keys)));
+            sql.push_str(&format!("\nORDER BY {}", sql_text::quote_list(keys)));
         }
         Ok(sql)
     }
 
     pub fn metrics_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
-        for key in keys {
-            if !ROLLUP_KEYS.contains(key) {
-                return Err(Error::Usage(format!(
-                    "cannot group metrics by `{key}`; use any of {}",
-                    ROLLUP_KEYS.join(", ")
-                )));
-            }
-        }
-        // Quoted: `cluster` is a keyword to the SQL parser.
-        let quoted: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
-        let keys: Vec<&str> = quoted.iter().map(String::as_str).collect();
-        let mut sql = views::cell_metrics_by(&keys);
-        if let Some(filter) = filter {
-            sql = sql.replace(
-                "FROM episode_facts",
-                &format!("FROM (SELECT * FROM episode_facts WHERE {filter}) AS episode_facts"),
-            );
-        }
-        Ok(sql)
+        sql_text::check_keys(keys, ROLLUP_KEYS, "metrics", |_| None)?;
+        Ok(views::cell_metrics_by(keys, filter))
     }
 }

@@ -2,6 +2,7 @@
 //! the read-only rule, the natural spelling of column names that are also keywords,
 //! and identifier quoting.
 
+use crate::sql_text::quote_ident;
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::SessionContext;
@@ -126,11 +127,6 @@ fn check_size(tokens: &[TokenWithSpan]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `"name"`, with inner quotes doubled.
-pub fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The statement as DataFusion should read it: every bare column name of

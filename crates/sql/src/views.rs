@@ -68,10 +68,14 @@ pub const VERIFIER_PAIRS_AT: &str = include_str!("../../../queries/verifier_pair
 
 /// The text of `cell_metrics` grouped by other keys (`[]` pools everything). Lines
 /// marked `-- @keys` carry the grouping keys.
-pub fn cell_metrics_by(keys: &[&str]) -> String {
+pub fn cell_metrics_by(keys: &[&str], filter: Option<&str>) -> String {
     let sql = VIEWS.iter().find(|(name, _)| *name == "cell_metrics").expect("shipped").1;
+    let keys = crate::sql_text::quote_list(keys);
     sql.lines()
         .filter_map(|line| {
+            if line.trim_end() == "FROM episode_facts" {
+                return Some(format!("{line}{}", crate::sql_text::episode_filter("episode_facts", filter)));
+            }
             if !line.trim_end().ends_with("-- @keys") {
                 return Some(line.to_string());
             }
@@ -79,9 +83,9 @@ pub fn cell_metrics_by(keys: &[&str]) -> String {
             if keys.is_empty() {
                 None
             } else if let Some(clause) = ["GROUP BY", "ORDER BY"].iter().find(|c| line.trim_start().starts_with(*c)) {
-                Some(format!("{indent}{clause} {}", keys.join(", ")))
+                Some(format!("{indent}{clause} {keys}"))
             } else {
-                Some(format!("{indent}{},", keys.join(", ")))
+                Some(format!("{indent}{keys},"))
             }
         })
         .collect::<Vec<_>>()
@@ -219,12 +223,13 @@ mod tests {
 
     #[test]
     fn cell_metrics_regroups_on_the_marked_lines_only() {
-        let by_model = cell_metrics_by(&["model"]);
-        assert!(by_model.contains("    model,\n    sum(episodes)"));
-        assert!(by_model.contains("\nGROUP BY model\n"));
-        assert!(by_model.trim_end().ends_with("ORDER BY model"));
-        let pooled = cell_metrics_by(&[]);
+        let by_model = cell_metrics_by(&["model", "cluster"], None);
+        assert!(by_model.contains("    \"model\", \"cluster\",\n    sum(episodes)"));
+        assert!(by_model.contains("\nFROM episode_facts\nGROUP BY \"model\", \"cluster\"\n"));
+        assert!(by_model.trim_end().ends_with("ORDER BY \"model\", \"cluster\""));
+        let pooled = cell_metrics_by(&[], Some("task = 't'"));
         assert!(!pooled.contains("GROUP BY") && !pooled.contains("ORDER BY"));
         assert!(pooled.contains("SELECT\n    sum(episodes)"));
+        assert!(pooled.trim_end().ends_with("FROM episode_facts WHERE task = 't'"));
     }
 }
