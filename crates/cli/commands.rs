@@ -597,15 +597,8 @@ pub fn compact(store_dir: &Path) -> Result<ExitCode> {
     drop(store);
     let after = std::fs::metadata(&file)?.len();
     println!("{:.1} MB -> {:.1} MB", before as f64 / 1e6, after as f64 / 1e6);
-    // Segments written by builds with another SQL schema or other per-episode view SQL
-    // are never read by this build: derived data, so removing them loses nothing.
-    if let Ok(entries) = std::fs::read_dir(store_dir.join("columnar")) {
-        for entry in entries.filter_map(|e| e.ok()) {
-            if entry.path().is_dir() && entry.file_name() != epistore_sql::columnar::schema_dir() {
-                std::fs::remove_dir_all(entry.path())?;
-                println!("removed columnar segments of another build: {}", entry.path().display());
-            }
-        }
+    for dir in epistore_sql::columnar::remove_other_builds(store_dir)? {
+        println!("removed columnar segments of another build: {}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -655,11 +648,13 @@ fn split_keys(by: &str) -> Vec<String> {
 }
 
 /// `metrics --ci`: one row per entry and metric with its bootstrap interval.
+#[allow(clippy::too_many_arguments)]
 pub fn metric_intervals(
     store_dir: &Path,
     by: &str,
     filter: Option<&str>,
     all: bool,
+    show_sql: bool,
     settings: &epistore_stats::Bootstrap,
     format: OutputFormat,
 ) -> Result<ExitCode> {
@@ -667,6 +662,11 @@ pub fn metric_intervals(
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let metrics: Vec<&str> =
         if all { vec![] } else { epistore_sql::HEADLINE.iter().copied().filter(|m| *m != "episodes").collect() };
+    if show_sql {
+        // The sums the bootstrap resamples; the resampling itself is not SQL.
+        println!("{}", Engine::intervals_sql(&metrics, &keys, filter)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let store = open_read(store_dir)?;
     let runtime = epistore_sql::statement::runtime()?;
     let intervals = runtime.block_on(async {

@@ -133,7 +133,8 @@ enum Command {
         /// Every metric column, not only the headline ones.
         #[arg(long)]
         all: bool,
-        /// Print the SQL instead of running it.
+        /// Print the SQL instead of running it (with --ci: the per-cluster sums the
+        /// bootstrap resamples).
         #[arg(long)]
         show_sql: bool,
         /// 95% task-cluster bootstrap intervals (docs/metrics.md §G), one row per entry and
@@ -454,7 +455,15 @@ where
         Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
         Command::Metrics { by, filter, all, show_sql, ci, bootstrap, format } => {
             if ci {
-                commands::metric_intervals(&cli.store, &by, filter.as_deref(), all, &bootstrap.settings(), format)
+                commands::metric_intervals(
+                    &cli.store,
+                    &by,
+                    filter.as_deref(),
+                    all,
+                    show_sql,
+                    &bootstrap.settings(),
+                    format,
+                )
             } else {
                 commands::metrics(&cli.store, &by, filter.as_deref(), all, show_sql, format)
             }

@@ -57,6 +57,19 @@ fn metrics_pool_over_the_chosen_keys() {
     let sql = store.run(&["metrics", "--show-sql", "--by", "task"]);
     let sql = text(&sql.stdout);
     assert!(sql.contains("FROM episode_facts") && sql.contains("GROUP BY \"task\""), "{sql}");
+
+    // With --ci: the per-cluster sums the bootstrap resamples, runnable as printed.
+    let ci = store.run(&["metrics", "--ci", "--show-sql", "--by", "model", "--where", "harness_level = 'H3'"]);
+    assert!(ci.status.success(), "{}", text(&ci.stderr));
+    let ci = text(&ci.stdout);
+    assert!(ci.starts_with("-- cell_metrics: sums per entry and task cluster for "), "{ci}");
+    assert!(ci.contains("__resample_cluster") && ci.contains("WHERE harness_level = 'H3'"), "{ci}");
+    let first = ci.split(";\n").next().unwrap();
+    let sums = store.run(&["sql", "--format", "json", "--", first]);
+    assert!(sums.status.success(), "{}", text(&sums.stderr));
+    let sums: Vec<Value> = serde_json::from_slice(&sums.stdout).unwrap();
+    assert_eq!(sums.len(), 1, "one model, one task cluster among the H3 episodes: {sums:?}");
+    assert_eq!(sums[0]["episodes"], 1.0);
 }
 
 #[test]

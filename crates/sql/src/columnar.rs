@@ -197,6 +197,27 @@ pub fn segments_for(store: &Store, snapshot: &Snapshot, progress: Progress) -> R
     Ok(out)
 }
 
+/// Removes the segments of other builds (another schema generation, or other
+/// per-episode view SQL) from `store_dir`: this build never reads them, and they are
+/// derived data, so nothing is lost. Returns the directories removed.
+pub fn remove_other_builds(store_dir: &Path) -> Result<Vec<PathBuf>> {
+    let root = store_dir.join("columnar");
+    let entries = match std::fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(io(&root, e)),
+    };
+    let mut removed = vec![];
+    for entry in entries {
+        let path = entry.map_err(|e| io(&root, e))?.path();
+        if path.is_dir() && path.file_name().is_some_and(|n| n != schema_dir()) {
+            std::fs::remove_dir_all(&path).map_err(|e| io(&path, e))?;
+            removed.push(path);
+        }
+    }
+    Ok(removed)
+}
+
 fn io(path: &Path, e: std::io::Error) -> Error {
     Error::Store(epistore_store::Error::Io { path: path.to_path_buf(), source: e })
 }

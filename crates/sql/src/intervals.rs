@@ -330,6 +330,31 @@ pub fn find_metric(name: &str) -> Result<(&'static Family, &'static Metric)> {
     })
 }
 
+/// The families of `metrics` (names; every family when empty), each with its metrics
+/// among them, in [`families`] order.
+fn chosen_families(metrics: &[&str]) -> Vec<(&'static Family, Vec<&'static Metric>)> {
+    families()
+        .iter()
+        .map(|f| (f, f.metrics.iter().filter(|m| metrics.is_empty() || metrics.contains(&m.name.as_str())).collect()))
+        .filter(|(_, chosen): &(_, Vec<_>)| !chosen.is_empty())
+        .collect()
+}
+
+impl Engine {
+    /// The statements [`Engine::metric_intervals`] runs for the same arguments (one per
+    /// family, each headed by a comment naming the family and its metrics): what
+    /// `epistore metrics --ci --show-sql` prints.
+    pub fn intervals_sql(metrics: &[&str], keys: &[&str], filter: Option<&str>) -> Result<String> {
+        let mut out = vec![];
+        for (family, chosen) in chosen_families(metrics) {
+            let names: Vec<&str> = chosen.iter().map(|m| m.name.as_str()).collect();
+            let sql = Self::cluster_sums_sql(family, keys, filter)?;
+            out.push(format!("-- {}: sums per entry and task cluster for {}\n{sql};", family.view, names.join(", ")));
+        }
+        Ok(out.join("\n\n"))
+    }
+}
+
 /// One entry's components summed per task cluster.
 #[derive(Clone, Debug)]
 pub struct ClusterSums {
@@ -455,12 +480,7 @@ impl Engine {
     ) -> Result<Vec<MetricInterval>> {
         settings.validate().map_err(|e| Error::Usage(e.to_string()))?;
         let mut out = vec![];
-        for family in families() {
-            let chosen: Vec<&Metric> =
-                family.metrics.iter().filter(|m| metrics.is_empty() || metrics.contains(&m.name.as_str())).collect();
-            if chosen.is_empty() {
-                continue;
-            }
+        for (family, chosen) in chosen_families(metrics) {
             for entry in self.cluster_sums(family, keys, filter).await? {
                 let sums = entry.sums();
                 // One set of draws per entry, shared by all its metrics.
