@@ -123,16 +123,29 @@ async fn register_export(ctx: &SessionContext, export: &Path) {
     }
 }
 
-#[test]
-fn shipped_queries_on_ballista_match_the_embedded_engine() {
-    let store = TestStore::synthetic(160, 3);
+/// A synthetic store of `episodes` and its `export --all` dataset.
+fn exported(episodes: usize) -> (TestStore, std::path::PathBuf) {
+    let store = TestStore::synthetic(episodes, 3);
     let export = store.dir.path().join("export");
     let out = store.run(&["export", "--all", "--out", export.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    (store, export)
+}
 
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(async {
-        let embedded = Engine::open(&epistore_store::Store::open_read_only(store.path()).unwrap()).await.unwrap();
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// The embedded engine over the store: the answers every other engine is held to.
+async fn embedded(store: &TestStore) -> Engine {
+    Engine::open(&epistore_store::Store::open_read_only(store.path()).unwrap()).await.unwrap()
+}
+
+#[test]
+fn shipped_queries_on_ballista_match_the_embedded_engine() {
+    let (store, export) = exported(160);
+    runtime().block_on(async {
+        let embedded = embedded(&store).await;
         let mut queries: Vec<(String, String)> =
             VIEWS.iter().map(|(name, _)| (name.to_string(), format!("SELECT * FROM {name}"))).collect();
         queries.push(("verifier_pairs_at(0.5)".into(), VERIFIER_PAIRS_AT.replace(":coverage", "0.5")));
@@ -174,8 +187,7 @@ fn shipped_queries_on_ballista_match_the_embedded_engine() {
 #[ignore = "fails on Ballista 55 (docs/scale-out.md): run with --ignored to see whether an upgrade fixed it"]
 fn ballista_window_over_a_window_repro() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(async {
+    runtime().block_on(async {
         let local = SessionContext::new();
         let halves = [
             "('a',2,3),('b',0,1),('c',1,2),('a',0,1),('d',2,3),('b',2,3)",
@@ -241,13 +253,9 @@ const SETTINGS: &[&[(&str, &str)]] = &[
 /// with 109 of its 371 rows; `datafusion_drops_group_keys_after_unnest_repro` below.)
 #[test]
 fn every_view_gives_the_same_rows_under_every_setting() {
-    let store = TestStore::synthetic(120, 3);
-    let export = store.dir.path().join("export");
-    let out = store.run(&["export", "--all", "--out", export.to_str().unwrap(), "--quiet"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(async {
-        let embedded = Engine::open(&epistore_store::Store::open_read_only(store.path()).unwrap()).await.unwrap();
+    let (store, export) = exported(120);
+    runtime().block_on(async {
+        let embedded = embedded(&store).await;
         let mut expected = Vec::new();
         for (name, _) in VIEWS {
             expected.push(rows(&embedded.query(&format!("SELECT * FROM {name}")).await.unwrap()));

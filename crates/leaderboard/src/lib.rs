@@ -9,7 +9,7 @@ use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
-use epistore_sql::intervals::{find_metric, Direction, Family, Metric};
+use epistore_sql::intervals::{find_metric, key_text, Direction, Family, Metric};
 use epistore_sql::sql_text::{episode_filter, quote_ident, quote_list};
 use epistore_sql::Engine;
 use epistore_stats::{cluster_bootstrap, holm, paired_comparison, tie_groups, Bootstrap};
@@ -241,14 +241,7 @@ async fn entry_episodes(
     for batch in engine.query(&sql).await? {
         let columns = (0..=all.len()).map(|i| strings(&batch, i)).collect::<Result<Vec<_>>>()?;
         for row in 0..batch.num_rows() {
-            let text = |c: &StringArray| {
-                if c.is_null(row) {
-                    "NULL".to_string()
-                } else {
-                    c.value(row).to_string()
-                }
-            };
-            let key: Vec<String> = columns[..all.len()].iter().map(text).collect();
+            let key: Vec<String> = columns[..all.len()].iter().map(|c| key_text(c, row)).collect();
             let ids = &columns[all.len()];
             let mut ids: Vec<String> =
                 if ids.is_null(row) { vec![] } else { ids.value(row).split(' ').map(str::to_string).collect() };

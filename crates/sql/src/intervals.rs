@@ -330,6 +330,16 @@ pub fn find_metric(name: &str) -> Result<(&'static Family, &'static Metric)> {
     })
 }
 
+/// An entry's key value as text: `NULL` for a missing one (a NULL model or task is a
+/// key of its own, as SQL's GROUP BY makes it).
+pub fn key_text(column: &StringArray, row: usize) -> String {
+    if column.is_null(row) {
+        "NULL".to_string()
+    } else {
+        column.value(row).to_string()
+    }
+}
+
 /// The families of `metrics` (names; every family when empty), each with its metrics
 /// among them, in [`families`] order.
 fn chosen_families(metrics: &[&str]) -> Vec<(&'static Family, Vec<&'static Metric>)> {
@@ -446,15 +456,8 @@ impl Engine {
                 })
                 .collect::<Result<Vec<_>>>()?;
             for row in 0..batch.num_rows() {
-                let text = |c: &StringArray| {
-                    if c.is_null(row) {
-                        "NULL".to_string()
-                    } else {
-                        c.value(row).to_string()
-                    }
-                };
-                let key: Vec<String> = key_columns[..width].iter().map(text).collect();
-                let cluster = text(&key_columns[width]);
+                let key: Vec<String> = key_columns[..width].iter().map(|c| key_text(c, row)).collect();
+                let cluster = key_text(&key_columns[width], row);
                 let values = value_columns.iter().map(|c| if c.is_null(row) { 0.0 } else { c.value(row) }).collect();
                 entries.entry(key).or_default().push((cluster, values));
             }
