@@ -15,7 +15,10 @@ use epistore_store::{IngestOptions, PackageOutcome, PackageRead, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
-use crate::{Better, BoardFormat, BootstrapArgs, EntriesArgs, ExportFormatArg, OutputFormat};
+use crate::{
+    Better, BoardFormat, BootstrapArgs, EntriesArgs, ExportArgs, ExportFormatArg, IngestArgs, LeaderboardArgs,
+    MetricsArgs, OutputFormat, ServeArgs, ShowArgs, SqlArgs,
+};
 
 /// An error and its causes on one line, skipping causes whose text an earlier part
 /// already says (DataFusion errors repeat their sources in their own message).
@@ -97,6 +100,41 @@ pub(crate) fn open_read(store: &Path) -> Result<Store> {
     Store::open_read_only(store).with_context(|| format!("opening the store at {}", store.display()))
 }
 
+/// The store opened read-only and a runtime to run on: what every command that runs
+/// async code over the store starts with (the servers take the store itself).
+pub(crate) fn open_read_with_runtime(store_dir: &Path) -> Result<(Store, tokio::runtime::Runtime)> {
+    let store = open_read(store_dir)?;
+    let runtime = epistore_sql::statement::runtime()?;
+    Ok((store, runtime))
+}
+
+/// A read-only SQL session for one command (`sql`, `metrics`, `export`, `leaderboard`,
+/// `compare`): an engine over one snapshot of the store, with the runtime its queries
+/// run on. A struct rather than a helper taking an async closure, because the shell
+/// (`repl`) runs many statements between blocking reads of the terminal.
+pub(crate) struct Session {
+    // Declared in drop order: the engine before the runtime it ran on, the store last,
+    // as when these were locals.
+    pub engine: Engine,
+    pub runtime: tokio::runtime::Runtime,
+    pub store: Store,
+}
+
+impl Session {
+    /// Opens the store read-only and an engine over it (its columnar segments built
+    /// first where missing, as `Engine::open` does).
+    pub fn open(store_dir: &Path) -> Result<Session> {
+        let (store, runtime) = open_read_with_runtime(store_dir)?;
+        let engine = runtime.block_on(Engine::open(&store))?;
+        Ok(Session { engine, runtime, store })
+    }
+
+    /// Runs `future` to its end on the session's runtime.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+}
+
 /// A progress bar on standard error, hidden when quiet or not on a terminal.
 pub(crate) fn progress_bar(quiet: bool, length: u64, unit: &str) -> ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
@@ -113,19 +151,13 @@ pub(crate) fn progress_bar(quiet: bool, length: u64, unit: &str) -> ProgressBar 
     bar
 }
 
-pub fn ingest(
-    store_dir: &Path,
-    paths: &[PathBuf],
-    format: OutputFormat,
-    quiet: bool,
-    chunk: usize,
-    memory_budget: u64,
-) -> Result<ExitCode> {
-    let sources = discover(paths)?;
-    let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
-    let options = IngestOptions { label, chunk_sources: chunk, memory_budget, ..IngestOptions::default() };
+pub fn ingest(store_dir: &Path, args: &IngestArgs) -> Result<ExitCode> {
+    let sources = discover(&args.paths)?;
+    let label = args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
+    let memory_budget = args.memory_budget_mib << 20;
+    let options = IngestOptions { label, chunk_sources: args.chunk, memory_budget, ..IngestOptions::default() };
     let read = |s: &Source, r: &mut Reservation| read_source_within(s, &options.limits, r);
-    ingest_units(store_dir, &sources, "sources", read, &options, format, quiet)
+    ingest_units(store_dir, &sources, "sources", read, &options, args.format, args.quiet)
 }
 
 /// Ingests packages read from `units` (package sources, or generated packages), building
@@ -255,31 +287,32 @@ fn print_result(batches: &[datafusion::arrow::record_batch::RecordBatch], format
     Ok(())
 }
 
-pub fn sql(store_dir: &Path, query: Option<String>, file: Option<PathBuf>, format: OutputFormat) -> Result<ExitCode> {
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
-    let engine = runtime.block_on(Engine::open(&store))?;
-    let script = match (query, file) {
-        (Some(q), _) => q,
-        (None, Some(path)) => std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
-        (None, None) if std::io::stdin().is_terminal() => return repl(&runtime, &engine, format),
+pub fn sql(store_dir: &Path, args: &SqlArgs) -> Result<ExitCode> {
+    let session = Session::open(store_dir)?;
+    let script = match (&args.query, &args.file) {
+        (Some(q), _) => q.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        (None, None) if std::io::stdin().is_terminal() => return repl(&session, args.format),
         (None, None) => std::io::read_to_string(std::io::stdin()).context("reading SQL from standard input")?,
     };
     for statement in Engine::split_statements(&script)? {
-        let batches = runtime.block_on(engine.query(&statement))?;
-        print_result(&batches, format)?;
+        let batches = session.block_on(session.engine.query(&statement))?;
+        print_result(&batches, args.format)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The interactive shell: statements end with `;`; errors are printed, not fatal.
-fn repl(runtime: &tokio::runtime::Runtime, engine: &Engine, format: OutputFormat) -> Result<ExitCode> {
+fn repl(session: &Session, format: OutputFormat) -> Result<ExitCode> {
     let mut editor = rustyline::DefaultEditor::new()?;
     let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".epistore_history"));
     if let Some(h) = &history {
         let _ = editor.load_history(h);
     }
-    eprintln!("epistore SQL shell (snapshot {}). End statements with `;`. \\q or Ctrl-D quits.", engine.snapshot_seq);
+    eprintln!(
+        "epistore SQL shell (snapshot {}). End statements with `;`. \\q or Ctrl-D quits.",
+        session.engine.snapshot_seq
+    );
     let mut buffer = String::new();
     loop {
         let prompt = if buffer.is_empty() { "epistore> " } else { "      ..> " };
@@ -305,7 +338,7 @@ fn repl(runtime: &tokio::runtime::Runtime, engine: &Engine, format: OutputFormat
         let run = || -> Result<()> {
             for statement in Engine::split_statements(&script)? {
                 let started = std::time::Instant::now();
-                let batches = runtime.block_on(engine.query(&statement))?;
+                let batches = session.block_on(session.engine.query(&statement))?;
                 print_result(&batches, format)?;
                 let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
                 eprintln!("{rows} rows in {:.3} s", started.elapsed().as_secs_f64());
@@ -322,28 +355,18 @@ fn repl(runtime: &tokio::runtime::Runtime, engine: &Engine, format: OutputFormat
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn metrics(
-    store_dir: &Path,
-    by: &str,
-    filter: Option<&str>,
-    all: bool,
-    show_sql: bool,
-    format: OutputFormat,
-) -> Result<ExitCode> {
-    let keys = split_keys(by);
+pub fn metrics(store_dir: &Path, args: &MetricsArgs) -> Result<ExitCode> {
+    let keys = split_keys(&args.by);
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-    let sql = if all { Engine::metrics_sql(&keys, filter)? } else { Engine::headline_sql(&keys, filter)? };
-    if show_sql {
+    let filter = args.filter.as_deref();
+    let sql = if args.all { Engine::metrics_sql(&keys, filter)? } else { Engine::headline_sql(&keys, filter)? };
+    if args.show_sql {
         println!("{sql}");
         return Ok(ExitCode::SUCCESS);
     }
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
-    let batches = runtime.block_on(async {
-        let engine = Engine::open(&store).await?;
-        engine.query(&sql).await
-    })?;
-    print_result(&batches, format)?;
+    let session = Session::open(store_dir)?;
+    let batches = session.block_on(session.engine.query(&sql))?;
+    print_result(&batches, args.format)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -356,10 +379,12 @@ pub fn ls(store_dir: &Path, format: OutputFormat) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(store_dir: &Path, episode: &str, format: OutputFormat) -> Result<ExitCode> {
+/// `show EPISODE` in a format other than html (that is `publish::show_html`).
+pub fn show(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
+    let format = args.format.as_output();
     let store = open_read(store_dir)?;
     let snapshot = store.snapshot()?;
-    let id = snapshot.resolve(episode)?;
+    let id = snapshot.resolve(&args.episode)?;
     let r = snapshot.episode(&id)?.context("episode vanished")?;
     let counts: Vec<Value> = epistore_package::TRACE_FILES
         .iter()
@@ -648,31 +673,20 @@ fn split_keys(by: &str) -> Vec<String> {
 }
 
 /// `metrics --ci`: one row per entry and metric with its bootstrap interval.
-#[allow(clippy::too_many_arguments)]
-pub fn metric_intervals(
-    store_dir: &Path,
-    by: &str,
-    filter: Option<&str>,
-    all: bool,
-    show_sql: bool,
-    settings: &epistore_stats::Bootstrap,
-    format: OutputFormat,
-) -> Result<ExitCode> {
-    let keys = split_keys(by);
+pub fn metric_intervals(store_dir: &Path, args: &MetricsArgs) -> Result<ExitCode> {
+    let settings = args.bootstrap.settings();
+    let keys = split_keys(&args.by);
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let filter = args.filter.as_deref();
     let metrics: Vec<&str> =
-        if all { vec![] } else { epistore_sql::HEADLINE.iter().copied().filter(|m| *m != "episodes").collect() };
-    if show_sql {
+        if args.all { vec![] } else { epistore_sql::HEADLINE.iter().copied().filter(|m| *m != "episodes").collect() };
+    if args.show_sql {
         // The sums the bootstrap resamples; the resampling itself is not SQL.
         println!("{}", Engine::intervals_sql(&metrics, &keys, filter)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
-    let intervals = runtime.block_on(async {
-        let engine = Engine::open(&store).await?;
-        engine.metric_intervals(&metrics, &keys, filter, settings).await
-    })?;
+    let session = Session::open(store_dir)?;
+    let intervals = session.block_on(session.engine.metric_intervals(&metrics, &keys, filter, &settings))?;
     let width = intervals.iter().map(|i| i.key.len()).max().unwrap_or(keys.len());
     let mut headers: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
     // Families with keys of their own (verifier, verifier_i/_j) add columns.
@@ -703,21 +717,21 @@ pub fn metric_intervals(
         })
         .collect();
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-    print_rows(&headers, &rows, format);
+    print_rows(&headers, &rows, args.format);
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn board_spec(
-    entries: EntriesArgs,
+    entries: &EntriesArgs,
     bootstrap: &BootstrapArgs,
     alpha: f64,
     better: Option<Better>,
 ) -> epistore_leaderboard::Spec {
     use epistore_sql::intervals::Direction;
     epistore_leaderboard::Spec {
-        metric: entries.metric,
+        metric: entries.metric.clone(),
         by: split_keys(&entries.by),
-        filter: entries.filter,
+        filter: entries.filter.clone(),
         bootstrap: bootstrap.settings(),
         alpha,
         direction: better.map(|b| match b {
@@ -728,25 +742,23 @@ pub fn board_spec(
     }
 }
 
-pub fn leaderboard(
-    store_dir: &Path,
-    spec: &epistore_leaderboard::Spec,
-    format: BoardFormat,
-    out: Option<&Path>,
-) -> Result<ExitCode> {
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
-    let board = runtime.block_on(async {
-        let engine = Engine::open(&store).await?;
-        anyhow::Ok(epistore_leaderboard::build(&engine, spec).await?)
-    })?;
-    let text = match format {
+/// The spec of the board `leaderboard` ranks (with or without --with-episodes).
+pub(crate) fn leaderboard_spec(args: &LeaderboardArgs) -> epistore_leaderboard::Spec {
+    board_spec(&args.entries, &args.bootstrap, args.alpha, args.better)
+}
+
+/// `leaderboard` without --with-episodes (with it: `publish::publish_board`).
+pub fn leaderboard(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCode> {
+    let spec = leaderboard_spec(args);
+    let session = Session::open(store_dir)?;
+    let board = session.block_on(epistore_leaderboard::build(&session.engine, &spec))?;
+    let text = match args.format {
         BoardFormat::Md => epistore_leaderboard::to_markdown(&board)?,
         BoardFormat::Html => epistore_leaderboard::to_html(&board)?,
         BoardFormat::Json => epistore_leaderboard::to_json(&board)?,
         BoardFormat::Csv => epistore_leaderboard::to_csv(&board)?,
     };
-    match out {
+    match args.out.as_deref() {
         Some(path) => {
             // Written beside and renamed: a reader never sees half a page.
             let tmp = path.with_extension("epistore-tmp");
@@ -760,12 +772,8 @@ pub fn leaderboard(
 }
 
 pub fn compare(store_dir: &Path, spec: &epistore_leaderboard::Spec, format: OutputFormat) -> Result<ExitCode> {
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
-    let comparisons = runtime.block_on(async {
-        let engine = Engine::open(&store).await?;
-        anyhow::Ok(epistore_leaderboard::compare_all(&engine, spec).await?)
-    })?;
+    let session = Session::open(store_dir)?;
+    let comparisons = session.block_on(epistore_leaderboard::compare_all(&session.engine, spec))?;
     let rows: Vec<Vec<Value>> = comparisons
         .iter()
         .map(|c| {
@@ -795,30 +803,20 @@ pub fn compare(store_dir: &Path, spec: &epistore_leaderboard::Spec, format: Outp
     Ok(ExitCode::SUCCESS)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn export(
-    store_dir: &Path,
-    table: Option<String>,
-    query: Option<String>,
-    all: bool,
-    format: ExportFormatArg,
-    out: &Path,
-    partition_by: Option<&str>,
-    quiet: bool,
-) -> Result<ExitCode> {
+pub fn export(store_dir: &Path, args: &ExportArgs) -> Result<ExitCode> {
     use epistore_sql::export::ExportFormat;
-    let format = match format {
+    let (out, partition_by, quiet) = (args.out.as_path(), args.partition_by.as_deref(), args.quiet);
+    let format = match args.format {
         ExportFormatArg::Arrow => ExportFormat::Arrow,
         ExportFormatArg::Parquet => ExportFormat::Parquet,
         ExportFormatArg::Csv => ExportFormat::Csv,
         ExportFormatArg::Jsonl => ExportFormat::Jsonl,
     };
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
     let started = Instant::now();
-    let written = runtime.block_on(async {
-        let engine = Engine::open(&store).await?;
-        if all {
+    let session = Session::open(store_dir)?;
+    let written = session.block_on(async {
+        let engine = &session.engine;
+        if args.all {
             if format != ExportFormat::Parquet {
                 anyhow::bail!("--all writes a Parquet dataset; drop --format or use --format parquet");
             }
@@ -834,9 +832,9 @@ pub fn export(
             Ok(written)
         } else {
             let keys = split_keys(partition_by.unwrap_or(""));
-            let (name, sql) = match (table, query) {
-                (Some(t), _) => (t.clone(), format!("SELECT * FROM {}", epistore_sql::sql_text::quote_ident(&t))),
-                (None, Some(q)) => ("query".to_string(), q),
+            let (name, sql) = match (&args.table, &args.query) {
+                (Some(t), _) => (t.clone(), format!("SELECT * FROM {}", epistore_sql::sql_text::quote_ident(t))),
+                (None, Some(q)) => ("query".to_string(), q.clone()),
                 _ => unreachable!("clap requires one of --table, --query, --all"),
             };
             Ok(vec![engine.export_query(&name, &sql, format, out, &keys).await?])
@@ -856,26 +854,18 @@ pub fn export(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn serve(
-    store_dir: &Path,
-    addr: std::net::SocketAddr,
-    token: Option<String>,
-    memory_limit_mib: usize,
-    max_queries: usize,
-    query_timeout_secs: u64,
-) -> Result<ExitCode> {
+pub fn serve(store_dir: &Path, args: &ServeArgs) -> Result<ExitCode> {
     use std::io::Write;
     let settings = epistore_server::Settings {
-        addr,
-        token: token.filter(|t| !t.is_empty()),
-        memory_limit: memory_limit_mib << 20,
-        max_queries,
-        query_timeout: std::time::Duration::from_secs(query_timeout_secs),
+        addr: args.addr,
+        token: args.token.clone().filter(|t| !t.is_empty()),
+        memory_limit: args.memory_limit_mib << 20,
+        max_queries: args.max_queries,
+        query_timeout: std::time::Duration::from_secs(args.query_timeout_secs),
     };
     // Refuse before touching the store: the refusal is about the command line.
-    epistore_server::check_exposure(addr, settings.token.as_deref())?;
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
+    epistore_server::check_exposure(args.addr, settings.token.as_deref())?;
+    let (store, runtime) = open_read_with_runtime(store_dir)?;
     runtime.block_on(epistore_server::serve(
         store,
         settings,

@@ -69,23 +69,7 @@ enum Command {
     /// archive of packages, or any folder, searched recursively for both. Valid packages
     /// go in even when others are rejected; a package already stored is skipped. Exits
     /// 1 when any package was rejected, naming its file, line and field.
-    Ingest {
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Summary format.
-        #[arg(long, value_enum, default_value = "table")]
-        format: OutputFormat,
-        /// No progress bar.
-        #[arg(long, short)]
-        quiet: bool,
-        /// Sources prepared and committed per write transaction.
-        #[arg(long, default_value_t = 512, hide_short_help = true)]
-        chunk: usize,
-        /// Package bytes the reader threads may hold in memory at once, all together
-        /// (one source at a time may read past it, up to its own size limits).
-        #[arg(long, default_value_t = epistore_store::DEFAULT_MEMORY_BUDGET >> 20)]
-        memory_budget_mib: u64,
-    },
+    Ingest(IngestArgs),
     /// Import the logs agent tools write: Inspect AI (.eval, .json), Claude Code
     /// (~/.claude/projects, stream-json), Codex (rollouts, exec --json), SWE-agent
     /// (.traj, all_preds.jsonl), mini-SWE-agent (.traj.json), OpenHands (trajectories,
@@ -108,45 +92,13 @@ enum Command {
     /// verifier_pairs, localisation, label_audit, latest_attempts, episode_facts; table
     /// function verifier_pairs_at(c). Statements that write files or change the catalog
     /// (COPY, CREATE, INSERT, SET, ...) are refused.
-    Sql {
-        query: Option<String>,
-        /// Run the statements of this file.
-        #[arg(long, short, conflicts_with = "query")]
-        file: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "table")]
-        format: OutputFormat,
-    },
+    Sql(SqlArgs),
     /// The headline population metrics (docs/metrics.md §A-§C), pooled over the chosen keys.
     ///
     /// Every ratio is a sum of numerators over a sum of denominators (never a mean of
     /// ratios); a zero denominator prints as NULL. The SQL is queries/cell_metrics.sql
     /// regrouped: run `epistore metrics --show-sql` to see it.
-    Metrics {
-        /// Comma-separated keys to pool over: model, harness_level, task, cluster.
-        /// Empty (`--by ''`) pools the whole store.
-        #[arg(long, default_value = "model,harness_level")]
-        by: String,
-        /// Only episodes matching this SQL condition on episode_facts columns
-        /// (model, harness_level, task, cluster, label, posture, seed, attempt, ...).
-        #[arg(long = "where")]
-        filter: Option<String>,
-        /// Every metric column, not only the headline ones.
-        #[arg(long)]
-        all: bool,
-        /// Print the SQL instead of running it (with --ci: the per-cluster sums the
-        /// bootstrap resamples).
-        #[arg(long)]
-        show_sql: bool,
-        /// 95% task-cluster bootstrap intervals (docs/metrics.md §G), one row per entry and
-        /// metric. With --all: every metric of sections A to F (shares, revision
-        /// transitions, verifiers, verifier pairs, localisation included).
-        #[arg(long)]
-        ci: bool,
-        #[command(flatten)]
-        bootstrap: BootstrapArgs,
-        #[arg(long, value_enum, default_value = "table")]
-        format: OutputFormat,
-    },
+    Metrics(MetricsArgs),
     /// Write a table, a view, a query result or everything as files for notebooks and
     /// other engines (Arrow IPC, Parquet, CSV, JSON Lines).
     ///
@@ -155,77 +107,21 @@ enum Command {
     /// snapshot in the file metadata (a `.epistore.json` sidecar for CSV and JSON Lines),
     /// writes beside the target and renames, and never overwrites.
     #[command(group(clap::ArgGroup::new("what").required(true).args(["table", "query", "all"])))]
-    Export {
-        /// A table or view (`epistore sql "SHOW TABLES"` lists them).
-        #[arg(long)]
-        table: Option<String>,
-        /// A read-only SQL query.
-        #[arg(long)]
-        query: Option<String>,
-        /// Every table and view as a hive-partitioned Parquet dataset with a manifest.
-        #[arg(long)]
-        all: bool,
-        #[arg(long, value_enum, default_value = "parquet")]
-        format: ExportFormatArg,
-        /// The file (or, partitioned and --all, the directory) to write.
-        #[arg(long)]
-        out: PathBuf,
-        /// Comma-separated columns: one `column=value/` directory level each.
-        /// --all defaults to model,harness_level (for the tables that have them).
-        #[arg(long)]
-        partition_by: Option<String>,
-        /// No progress on standard error.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Export(ExportArgs),
     /// Serve the store over Arrow Flight SQL (read-only), for notebooks and BI tools.
     ///
     /// Bound to loopback unless told otherwise; a token is required for any other
     /// address. Clients send `authorization: Bearer TOKEN` (ADBC:
     /// db_kwargs={"adbc.flight.sql.authorization_header": "Bearer TOKEN"}). Prints
     /// `listening on grpc://ADDR` once ready; stops on Ctrl-C.
-    Serve {
-        /// Address to bind; port 0 picks a free port (printed).
-        #[arg(long, default_value = "127.0.0.1:50051")]
-        addr: std::net::SocketAddr,
-        /// Token clients must present.
-        #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
-        token: Option<String>,
-        /// Memory all queries together may use, in MiB (operators spill or fail beyond it).
-        #[arg(long, default_value_t = 2048)]
-        memory_limit_mib: usize,
-        /// Queries streaming at once; more wait their turn.
-        #[arg(long, default_value_t = 4)]
-        max_queries: usize,
-        /// Time one query may take, in seconds (planning and streaming).
-        #[arg(long, default_value_t = 300)]
-        query_timeout_secs: u64,
-    },
+    Serve(ServeArgs),
     /// Rank entries on one metric with intervals, paired tests and tie groups.
     ///
     /// Each entry gets its pooled value, a 95% percentile bootstrap interval over task
     /// clusters, a paired sign-flip test against the entry ranked above (Holm-adjusted
     /// over the board) and a tie group, plus the episode ids behind its score. The HTML
     /// format is one self-contained page with a sortable table and charts.
-    Leaderboard {
-        #[command(flatten)]
-        entries: EntriesArgs,
-        #[arg(long, value_enum, default_value = "md")]
-        format: BoardFormat,
-        /// Write here instead of standard output.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Override which way the metric is better.
-        #[arg(long, value_enum)]
-        better: Option<Better>,
-        /// Holm-adjusted p-value under which an entry leaves the group of the one above.
-        #[arg(long, default_value_t = 0.05)]
-        alpha: f64,
-        #[command(flatten)]
-        bootstrap: BootstrapArgs,
-        #[command(flatten)]
-        publish: PublishArgs,
-    },
+    Leaderboard(LeaderboardArgs),
     /// Browse the store in a web browser: a read-only local server of the viewer's
     /// pages (index of cells and headline metrics -> leaderboards -> an entry's
     /// episodes -> an episode's timeline).
@@ -233,17 +129,7 @@ enum Command {
     /// Bound to loopback unless told otherwise; any other address needs --token (open
     /// http://ADDR/?token=TOKEN once; the browser keeps a cookie). GET only. Prints
     /// `listening on http://ADDR` once ready; stops on Ctrl-C.
-    Ui {
-        /// Address to bind; port 0 picks a free port (printed).
-        #[arg(long, default_value = "127.0.0.1:8765")]
-        addr: std::net::SocketAddr,
-        /// Token a browser must present.
-        #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
-        token: Option<String>,
-        /// Requests answered at once (the others wait).
-        #[arg(long, default_value_t = 8)]
-        max_concurrent: usize,
-    },
+    Ui(UiArgs),
     /// Paired comparisons of every pair of entries on one metric (same task clusters),
     /// Holm-adjusted over the family.
     Compare {
@@ -264,19 +150,7 @@ enum Command {
     /// `--format html` writes the episode page: its timeline over the revisions it went
     /// through (every check marked current or stale), the claim, posture, admission,
     /// verdict and label side by side, the patch, reports and files.
-    Show {
-        /// Episode id or a unique prefix of it (at least 4 hex digits).
-        episode: String,
-        #[arg(long, value_enum, default_value = "table")]
-        format: ShowFormat,
-        /// Write here instead of standard output (html).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Carry the source logs of an imported episode (artifacts/source/) in the
-        /// page; left out by default, since transcripts can hold secrets.
-        #[arg(long)]
-        with_sources: bool,
-    },
+    Show(ShowArgs),
     /// Write an episode's package into DIR, byte-identical to what was ingested.
     ExportPackage { episode: String, dir: PathBuf },
     /// Write a deterministic synthetic population of valid episode packages.
@@ -285,38 +159,7 @@ enum Command {
     /// harness ladder's evidence gradient, forced-revision trajectories with oracle
     /// verdicts, verifiers with correlated false accepts, interventions, entropy audits
     /// and shared artifacts. The same arguments always write the same bytes.
-    Synth {
-        #[arg(long)]
-        episodes: usize,
-        /// Write episodes FIRST..FIRST+EPISODES of the population: parts written this
-        /// way (each to its own directory, or ingested) equal one run of all of them.
-        #[arg(long, default_value_t = 0)]
-        first: usize,
-        /// Directory to write the packages to.
-        #[arg(long, required_unless_present = "ingest", conflicts_with = "ingest")]
-        out: Option<PathBuf>,
-        /// Ingest the packages into --store instead of writing files: each is built in
-        /// memory and ingested as if read from its files (for populations whose files
-        /// would not fit on the disk). The limits on file and archive sizes, which guard
-        /// reading untrusted input, are not applied to these generated packages.
-        #[arg(long)]
-        ingest: bool,
-        /// Summary format with --ingest.
-        #[arg(long, value_enum, default_value = "table")]
-        format: OutputFormat,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[arg(long, default_value_t = 4)]
-        models: usize,
-        #[arg(long, default_value_t = 50)]
-        tasks: usize,
-        /// Scale of the large tool-output logs (1: 10-200 KB as in real runs; 0.05 for
-        /// million-episode scale tests).
-        #[arg(long, default_value_t = 1.0)]
-        output_scale: f64,
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Synth(SynthArgs),
     /// Give back the free space left in the store file by page allocation.
     Compact,
     /// Copy a store written by an older build (format epistore-store/1) into the current
@@ -339,6 +182,221 @@ enum Command {
         #[arg(long)]
         repair: bool,
     },
+}
+
+// The arguments of the commands that take more than a few, one struct each (as
+// `ImportArgs`), so each command function takes one value instead of a long list.
+// A command's help text is the doc comment on its `Command` variant above (clap sets
+// the variant's last, over any the struct had), so the structs carry plain comments;
+// their fields' doc comments are the flags' help. Field names are the argument ids
+// that `conflicts_with`, `required_unless_present` and the `what` group refer to.
+
+// `epistore ingest`.
+#[derive(clap::Args)]
+pub(crate) struct IngestArgs {
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Summary format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: OutputFormat,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Sources prepared and committed per write transaction.
+    #[arg(long, default_value_t = 512, hide_short_help = true)]
+    chunk: usize,
+    /// Package bytes the reader threads may hold in memory at once, all together
+    /// (one source at a time may read past it, up to its own size limits).
+    #[arg(long, default_value_t = epistore_store::DEFAULT_MEMORY_BUDGET >> 20)]
+    memory_budget_mib: u64,
+}
+
+// `epistore sql`.
+#[derive(clap::Args)]
+pub(crate) struct SqlArgs {
+    query: Option<String>,
+    /// Run the statements of this file.
+    #[arg(long, short, conflicts_with = "query")]
+    file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    format: OutputFormat,
+}
+
+// `epistore metrics` (and, with --ci, its intervals).
+#[derive(clap::Args)]
+pub(crate) struct MetricsArgs {
+    /// Comma-separated keys to pool over: model, harness_level, task, cluster.
+    /// Empty (`--by ''`) pools the whole store.
+    #[arg(long, default_value = "model,harness_level")]
+    by: String,
+    /// Only episodes matching this SQL condition on episode_facts columns
+    /// (model, harness_level, task, cluster, label, posture, seed, attempt, ...).
+    #[arg(long = "where")]
+    filter: Option<String>,
+    /// Every metric column, not only the headline ones.
+    #[arg(long)]
+    all: bool,
+    /// Print the SQL instead of running it (with --ci: the per-cluster sums the
+    /// bootstrap resamples).
+    #[arg(long)]
+    show_sql: bool,
+    /// 95% task-cluster bootstrap intervals (docs/metrics.md §G), one row per entry and
+    /// metric. With --all: every metric of sections A to F (shares, revision
+    /// transitions, verifiers, verifier pairs, localisation included).
+    #[arg(long)]
+    ci: bool,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+    #[arg(long, value_enum, default_value = "table")]
+    format: OutputFormat,
+}
+
+// `epistore export`; exactly one of --table, --query, --all (the `what` group above).
+#[derive(clap::Args)]
+pub(crate) struct ExportArgs {
+    /// A table or view (`epistore sql "SHOW TABLES"` lists them).
+    #[arg(long)]
+    table: Option<String>,
+    /// A read-only SQL query.
+    #[arg(long)]
+    query: Option<String>,
+    /// Every table and view as a hive-partitioned Parquet dataset with a manifest.
+    #[arg(long)]
+    all: bool,
+    #[arg(long, value_enum, default_value = "parquet")]
+    format: ExportFormatArg,
+    /// The file (or, partitioned and --all, the directory) to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Comma-separated columns: one `column=value/` directory level each.
+    /// --all defaults to model,harness_level (for the tables that have them).
+    #[arg(long)]
+    partition_by: Option<String>,
+    /// No progress on standard error.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+// `epistore serve`.
+#[derive(clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Address to bind; port 0 picks a free port (printed).
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    addr: std::net::SocketAddr,
+    /// Token clients must present.
+    #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Memory all queries together may use, in MiB (operators spill or fail beyond it).
+    #[arg(long, default_value_t = 2048)]
+    memory_limit_mib: usize,
+    /// Queries streaming at once; more wait their turn.
+    #[arg(long, default_value_t = 4)]
+    max_queries: usize,
+    /// Time one query may take, in seconds (planning and streaming).
+    #[arg(long, default_value_t = 300)]
+    query_timeout_secs: u64,
+}
+
+// `epistore leaderboard` (with --with-episodes, a published folder: publish.rs).
+#[derive(clap::Args)]
+pub(crate) struct LeaderboardArgs {
+    #[command(flatten)]
+    entries: EntriesArgs,
+    #[arg(long, value_enum, default_value = "md")]
+    format: BoardFormat,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Override which way the metric is better.
+    #[arg(long, value_enum)]
+    better: Option<Better>,
+    /// Holm-adjusted p-value under which an entry leaves the group of the one above.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+    #[command(flatten)]
+    publish: PublishArgs,
+}
+
+// `epistore ui`.
+#[derive(clap::Args)]
+pub(crate) struct UiArgs {
+    /// Address to bind; port 0 picks a free port (printed).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    addr: std::net::SocketAddr,
+    /// Token a browser must present.
+    #[arg(long, env = "EPISTORE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Requests answered at once (the others wait).
+    #[arg(long, default_value_t = 8)]
+    max_concurrent: usize,
+}
+
+// `epistore show` (`--format html`: publish.rs).
+#[derive(clap::Args)]
+pub(crate) struct ShowArgs {
+    /// Episode id or a unique prefix of it (at least 4 hex digits).
+    episode: String,
+    #[arg(long, value_enum, default_value = "table")]
+    format: ShowFormat,
+    /// Write here instead of standard output (html).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Carry the source logs of an imported episode (artifacts/source/) in the
+    /// page; left out by default, since transcripts can hold secrets.
+    #[arg(long)]
+    with_sources: bool,
+}
+
+// `epistore synth`: files under --out, or (--ingest) straight into the store.
+#[derive(clap::Args)]
+pub(crate) struct SynthArgs {
+    #[arg(long)]
+    episodes: usize,
+    /// Write episodes FIRST..FIRST+EPISODES of the population: parts written this
+    /// way (each to its own directory, or ingested) equal one run of all of them.
+    #[arg(long, default_value_t = 0)]
+    first: usize,
+    /// Directory to write the packages to.
+    #[arg(long, required_unless_present = "ingest", conflicts_with = "ingest")]
+    out: Option<PathBuf>,
+    /// Ingest the packages into --store instead of writing files: each is built in
+    /// memory and ingested as if read from its files (for populations whose files
+    /// would not fit on the disk). The limits on file and archive sizes, which guard
+    /// reading untrusted input, are not applied to these generated packages.
+    #[arg(long)]
+    ingest: bool,
+    /// Summary format with --ingest.
+    #[arg(long, value_enum, default_value = "table")]
+    format: OutputFormat,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value_t = 4)]
+    models: usize,
+    #[arg(long, default_value_t = 50)]
+    tasks: usize,
+    /// Scale of the large tool-output logs (1: 10-200 KB as in real runs; 0.05 for
+    /// million-episode scale tests).
+    #[arg(long, default_value_t = 1.0)]
+    output_scale: f64,
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl SynthArgs {
+    /// The population these arguments ask for (the rest of the config at its defaults).
+    fn config(&self) -> epistore_synth::Config {
+        epistore_synth::Config {
+            episodes: self.episodes,
+            first: self.first,
+            seed: self.seed,
+            models: self.models,
+            tasks: self.tasks,
+            output_scale: self.output_scale,
+            ..Default::default()
+        }
+    }
 }
 
 /// What `leaderboard` and `compare` rank: one metric, one entry per value of the keys.
@@ -441,71 +499,39 @@ where
     // Unix tools do, not panic on the failed print. Not for `serve`, whose sockets must
     // never kill the process.
     #[cfg(unix)]
-    if !matches!(cli.command, Command::Serve { .. } | Command::Ui { .. }) {
+    if !matches!(cli.command, Command::Serve(_) | Command::Ui(_)) {
         // SAFETY: called once at start, before any thread exists.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
     let result = match cli.command {
-        Command::Ingest { paths, format, quiet, chunk, memory_budget_mib } => {
-            commands::ingest(&cli.store, &paths, format, quiet, chunk, memory_budget_mib << 20)
-        }
+        Command::Ingest(args) => commands::ingest(&cli.store, &args),
         Command::Import(args) => import::import(&cli.store, args),
-        Command::Sql { query, file, format } => commands::sql(&cli.store, query, file, format),
-        Command::Metrics { by, filter, all, show_sql, ci, bootstrap, format } => {
-            if ci {
-                commands::metric_intervals(
-                    &cli.store,
-                    &by,
-                    filter.as_deref(),
-                    all,
-                    show_sql,
-                    &bootstrap.settings(),
-                    format,
-                )
-            } else {
-                commands::metrics(&cli.store, &by, filter.as_deref(), all, show_sql, format)
-            }
-        }
-        Command::Export { table, query, all, format, out, partition_by, quiet } => {
-            commands::export(&cli.store, table, query, all, format, &out, partition_by.as_deref(), quiet)
-        }
-        Command::Serve { addr, token, memory_limit_mib, max_queries, query_timeout_secs } => {
-            commands::serve(&cli.store, addr, token, memory_limit_mib, max_queries, query_timeout_secs)
-        }
-        Command::Leaderboard { entries, format, out, better, alpha, bootstrap, publish } => {
-            let spec = commands::board_spec(entries, &bootstrap, alpha, better);
-            if publish.with_episodes {
-                publish::publish_board(&cli.store, &spec, format, out.as_deref(), &publish)
-            } else {
-                commands::leaderboard(&cli.store, &spec, format, out.as_deref())
-            }
-        }
-        Command::Ui { addr, token, max_concurrent } => publish::ui(&cli.store, addr, token, max_concurrent),
+        Command::Sql(args) => commands::sql(&cli.store, &args),
+        Command::Metrics(args) if args.ci => commands::metric_intervals(&cli.store, &args),
+        Command::Metrics(args) => commands::metrics(&cli.store, &args),
+        Command::Export(args) => commands::export(&cli.store, &args),
+        Command::Serve(args) => commands::serve(&cli.store, &args),
+        Command::Leaderboard(args) if args.publish.with_episodes => publish::publish_board(&cli.store, &args),
+        Command::Leaderboard(args) => commands::leaderboard(&cli.store, &args),
+        Command::Ui(args) => publish::ui(&cli.store, &args),
         Command::Compare { entries, bootstrap, format } => {
-            let spec = commands::board_spec(entries, &bootstrap, 0.05, None);
+            let spec = commands::board_spec(&entries, &bootstrap, 0.05, None);
             commands::compare(&cli.store, &spec, format)
         }
         Command::Ls { format } => commands::ls(&cli.store, format),
-        Command::Show { episode, format: ShowFormat::Html, out, with_sources } => {
-            publish::show_html(&cli.store, &episode, out.as_deref(), with_sources)
-        }
-        Command::Show { episode, format, out: _, with_sources: _ } => {
-            commands::show(&cli.store, &episode, format.as_output())
-        }
+        Command::Show(args) if args.format == ShowFormat::Html => publish::show_html(&cli.store, &args),
+        Command::Show(args) => commands::show(&cli.store, &args),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format, repair } => commands::verify(&cli.store, format, repair),
         Command::Compact => commands::compact(&cli.store),
         Command::Migrate { format, quiet } => commands::migrate(&cli.store, format, quiet),
-        Command::Synth { episodes, first, out, ingest: _, format, seed, models, tasks, output_scale, quiet } => {
-            let config =
-                epistore_synth::Config { episodes, first, seed, models, tasks, output_scale, ..Default::default() };
-            match out {
-                Some(out) => commands::synth(&config, &out, quiet),
-                None => commands::synth_ingest(&config, &cli.store, format, quiet),
-            }
-        }
+        // clap asks for exactly one of --out and --ingest.
+        Command::Synth(args) => match &args.out {
+            Some(out) => commands::synth(&args.config(), out, args.quiet),
+            None => commands::synth_ingest(&args.config(), &cli.store, args.format, args.quiet),
+        },
     };
     match result {
         Ok(code) => code,

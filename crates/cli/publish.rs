@@ -9,12 +9,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use epistore_leaderboard::{BoardLinks, Leaderboard};
 use epistore_package::parse_hex;
-use epistore_sql::Engine;
 use epistore_store::Snapshot;
 use epistore_view::{episode_doc, render, FilePolicy, Links};
 
-use crate::commands::{open_read, progress_bar};
-use crate::{BoardFormat, PublishArgs};
+use crate::commands::{leaderboard_spec, open_read, open_read_with_runtime, progress_bar, Session};
+use crate::{BoardFormat, LeaderboardArgs, ShowArgs, UiArgs};
 
 fn policy(with_sources: bool) -> FilePolicy {
     FilePolicy { include_sources: with_sources, ..FilePolicy::STATIC }
@@ -29,12 +28,12 @@ fn write_whole(path: &Path, text: &str) -> Result<()> {
 }
 
 /// `show EPISODE --format html`: one page, on its own (no links, files inline).
-pub fn show_html(store_dir: &Path, episode: &str, out: Option<&Path>, with_sources: bool) -> Result<ExitCode> {
+pub fn show_html(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
     let store = open_read(store_dir)?;
     let snapshot = store.snapshot()?;
-    let id = snapshot.resolve(episode)?;
-    let html = render(&episode_doc(&snapshot, &id, &Links::None, policy(with_sources))?)?;
-    match out {
+    let id = snapshot.resolve(&args.episode)?;
+    let html = render(&episode_doc(&snapshot, &id, &Links::None, policy(args.with_sources))?)?;
+    match args.out.as_deref() {
         Some(path) => {
             write_whole(path, &html)?;
             eprintln!("wrote {}", path.display());
@@ -64,22 +63,13 @@ fn chosen_episodes(board: &Leaderboard, max: usize) -> Vec<String> {
 /// each entry's episode list (DIR/entries/N.html) and the episode pages
 /// (DIR/episodes/ID.html). Written into a folder beside DIR and then moved in place,
 /// so DIR is either the old folder or the whole new one.
-pub fn publish_board(
-    store_dir: &Path,
-    spec: &epistore_leaderboard::Spec,
-    format: BoardFormat,
-    out: Option<&Path>,
-    args: &PublishArgs,
-) -> Result<ExitCode> {
-    anyhow::ensure!(format == BoardFormat::Html, "--with-episodes writes HTML pages: add --format html");
-    let out = out.context("--with-episodes writes a folder: give it with --out DIR")?;
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
-    let mut board = runtime.block_on(async {
-        let engine = Engine::open(&store).await?;
-        anyhow::Ok(epistore_leaderboard::build(&engine, spec).await?)
-    })?;
-    let chosen = chosen_episodes(&board, args.max_episodes);
+pub fn publish_board(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCode> {
+    anyhow::ensure!(args.format == BoardFormat::Html, "--with-episodes writes HTML pages: add --format html");
+    let out = args.out.as_deref().context("--with-episodes writes a folder: give it with --out DIR")?;
+    let spec = leaderboard_spec(args);
+    let session = Session::open(store_dir)?;
+    let mut board = session.block_on(epistore_leaderboard::build(&session.engine, &spec))?;
+    let chosen = chosen_episodes(&board, args.publish.max_episodes);
     let written: Arc<HashSet<String>> = Arc::new(chosen.iter().cloned().collect());
     board.links = Some(BoardLinks {
         home: None,
@@ -97,14 +87,14 @@ pub fn publish_board(
     for dir in ["entries", "episodes"] {
         std::fs::create_dir_all(staging.join(dir)).with_context(|| format!("creating {}", staging.display()))?;
     }
-    let snapshot = store.snapshot()?;
+    let snapshot = session.store.snapshot()?;
     write_whole(&staging.join("index.html"), &epistore_leaderboard::to_html(&board)?)?;
     let links = Links::Static { depth: 1, written: written.clone() };
     write_entry_lists(&snapshot, &board, &links, &staging)?;
     let bar = progress_bar(false, chosen.len() as u64, "episode pages");
     for id in &chosen {
         let hash = parse_hex(id).with_context(|| format!("bad episode id {id} on the board"))?;
-        let page = render(&episode_doc(&snapshot, &hash, &links, policy(args.with_sources))?)?;
+        let page = render(&episode_doc(&snapshot, &hash, &links, policy(args.publish.with_sources))?)?;
         std::fs::write(staging.join(format!("episodes/{id}.html")), page)
             .with_context(|| format!("writing the page of {id}"))?;
         bar.inc(1);
@@ -154,18 +144,16 @@ fn replace_dir(staging: &Path, out: &Path) -> Result<()> {
 }
 
 /// `epistore ui`.
-pub fn ui(
-    store_dir: &Path,
-    addr: std::net::SocketAddr,
-    token: Option<String>,
-    max_concurrent: usize,
-) -> Result<ExitCode> {
+pub fn ui(store_dir: &Path, args: &UiArgs) -> Result<ExitCode> {
     use std::io::Write;
-    let settings = epistore_server::ui::UiSettings { addr, token: token.filter(|t| !t.is_empty()), max_concurrent };
+    let settings = epistore_server::ui::UiSettings {
+        addr: args.addr,
+        token: args.token.clone().filter(|t| !t.is_empty()),
+        max_concurrent: args.max_concurrent,
+    };
     // Refuse before touching the store: the refusal is about the command line.
-    epistore_server::check_exposure(addr, settings.token.as_deref())?;
-    let store = open_read(store_dir)?;
-    let runtime = epistore_sql::statement::runtime()?;
+    epistore_server::check_exposure(args.addr, settings.token.as_deref())?;
+    let (store, runtime) = open_read_with_runtime(store_dir)?;
     runtime.block_on(epistore_server::ui::serve_ui(
         store,
         settings,
