@@ -10,23 +10,28 @@
 -- then drops `t` from the final GROUP BY when a query reads few columns (count(*) over
 -- this view came out short; docs/scale-out.md has the two-row reproduction). Each
 -- verdict carries its cell's last evaluated revision (a window) instead.
+--
+-- The one definition of held states: intervals and leaderboards group by other keys
+-- and read `held` per episode (`views::revision_rows`), with the line marked `@keys`
+-- partitioned by their keys, the line marked `@filter` filtered, and everything after
+-- the line marked `@rows` replaced by their own projection.
 WITH
 verdicts AS (
-    SELECT model, harness_level, task, episode_id, revision, y,
-           max(revision) OVER (PARTITION BY model, harness_level, task) AS cell_last
-    FROM oracle_verdicts
+    SELECT model, harness_level, task, "cluster", episode_id, revision, y,
+           max(revision) OVER (PARTITION BY model, harness_level, task) AS cell_last -- @keys
+    FROM oracle_verdicts -- @filter
 ),
 revision_numbers AS (
     SELECT unnest(range(0, (SELECT max(revision) + 1 FROM oracle_verdicts))) AS t
 ),
 held AS (
-    SELECT v.model, v.harness_level, v.task, r.t, v.episode_id,
+    SELECT v.model, v.harness_level, v.task, v."cluster", r.t, v.episode_id,
            last_value(v.y ORDER BY v.revision) AS y_t,
            max(v.y) AS ever
     FROM verdicts v
     JOIN revision_numbers r ON v.revision <= r.t AND r.t <= v.cell_last
-    GROUP BY v.model, v.harness_level, v.task, r.t, v.episode_id
-)
+    GROUP BY v.model, v.harness_level, v.task, v."cluster", r.t, v.episode_id
+) -- @rows
 SELECT model, harness_level, task, t AS revision,
        count(*) AS n,
        avg(CAST(y_t AS DOUBLE)) AS current_correctness,

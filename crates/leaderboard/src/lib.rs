@@ -280,8 +280,8 @@ async fn evidence_matrix(engine: &Engine, filter: Option<&str>) -> Result<Option
     Ok((!matrix.levels.is_empty()).then_some(matrix))
 }
 
-/// Correctness over revisions (docs/metrics.md §D) per entry of the cell keys: the text of
-/// queries/revision_correctness.sql with the cell replaced by the entry.
+/// Correctness over revisions (docs/metrics.md §D) per entry of the cell keys: the held
+/// states of queries/revision_correctness.sql with the cell replaced by the entry.
 async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -> Result<Vec<Curve>> {
     let label = if keys.is_empty() {
         "'all'".to_string()
@@ -291,21 +291,13 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
             keys.iter().map(|k| format!("CAST({} AS VARCHAR)", quote_ident(k))).collect::<Vec<_>>().join(", ")
         )
     };
-    // As queries/revision_correctness.sql, with the entry for the cell: each verdict
-    // carries its entry's last evaluated revision (a window; see there for why).
+    // The held states of queries/revision_correctness.sql, grouped by the entry's keys
+    // (views::revision_rows): the view, its intervals and these curves share one text.
     let sql = format!(
-        "WITH
-         verdicts AS (SELECT {label} AS entry, episode_id, revision, y FROM oracle_verdicts{}),
-         v AS (SELECT entry, episode_id, revision, y, max(revision) OVER (PARTITION BY entry) AS entry_last FROM verdicts),
-         numbers AS (SELECT unnest(range(0, (SELECT max(revision) + 1 FROM verdicts))) AS t),
-         held AS (
-             SELECT v.entry, n.t, v.episode_id,
-                    last_value(v.y ORDER BY v.revision) AS y_t, max(v.y) AS ever
-             FROM v JOIN numbers n ON v.revision <= n.t AND n.t <= v.entry_last
-             GROUP BY v.entry, n.t, v.episode_id)
-         SELECT entry, t, count(*), avg(CAST(y_t AS DOUBLE)), avg(CAST(ever AS DOUBLE))
-         FROM held GROUP BY entry, t ORDER BY entry, t",
-        episode_filter("oracle_verdicts", filter)
+        "SELECT {label} AS entry, revision, count(*), avg(CAST(correct_now AS DOUBLE)), avg(CAST(correct_ever AS DOUBLE))
+         FROM ({}) AS rows
+         GROUP BY {label}, revision ORDER BY entry, revision",
+        epistore_sql::views::revision_rows(keys, filter)
     );
     let mut curves: BTreeMap<String, Vec<CurvePoint>> = BTreeMap::new();
     for batch in engine.query(&sql).await? {

@@ -17,7 +17,7 @@ use epistore_package::{LABELS, POSTURES};
 use epistore_stats::{bootstrap_with_plan, Bootstrap, Interval, ResamplePlan};
 
 use crate::error::{Error, Result};
-use crate::sql_text::{check_keys as check_keys_in, episode_filter, quote_ident, quote_list};
+use crate::sql_text::{check_keys as check_keys_in, episode_filter, quote_ident};
 use crate::{views, Engine, METRIC_KEYS};
 
 /// Which way a metric is better.
@@ -86,50 +86,32 @@ pub struct Family {
     pub view: &'static str,
     /// Keys every entry of this family has beside the chosen cell keys (`verifier`).
     pub own_keys: &'static [&'static str],
-    /// SQL yielding one row per counted unit with the cell keys, `cluster`,
-    /// `episode_id`, the own keys and the components (empty for
-    /// `revision_correctness`, whose rows depend on the grouping: see
-    /// [`Family::source_sql`]).
-    pub source: String,
+    /// One row per counted unit with the cell keys, `cluster`, `episode_id`, the own
+    /// keys and the components.
+    pub source: RowSource,
     pub components: Vec<String>,
     pub metrics: Vec<Metric>,
 }
 
+/// Where a family's rows come from.
+#[derive(Clone, Debug)]
+pub enum RowSource {
+    /// The same SQL whatever the grouping.
+    Sql(String),
+    /// SQL built per grouping and filter: correctness over revisions holds each state up
+    /// to the *group's* last evaluated revision (docs/metrics.md §D), so its rows depend
+    /// on the keys ([`views::revision_rows`]). A replicate in which no episode reaches t
+    /// has no row at t in the view, so its metric there is undefined ([`Formula::Gated`]).
+    PerGrouping(fn(&[&str], Option<&str>) -> String),
+}
+
 impl Family {
     /// The row source for entries grouped by `keys`, over the episodes matching `filter`.
-    ///
-    /// Correctness over revisions holds each episode's verdict up to the *group's*
-    /// largest evaluated revision (docs/metrics.md §D), so its rows (episode x revision t)
-    /// depend on the grouping: they are built here per grouping, with `reaches` = 1 when
-    /// the episode itself was evaluated at t or later. A replicate in which no episode
-    /// reaches t has no row at t in the view, so its metric there is undefined
-    /// ([`Formula::Gated`]).
     pub fn source_sql(&self, keys: &[&str], filter: Option<&str>) -> String {
-        if self.view != "revision_correctness" {
-            return self.source.clone();
+        match &self.source {
+            RowSource::Sql(sql) => sql.clone(),
+            RowSource::PerGrouping(build) => build(keys, filter),
         }
-        // As queries/revision_correctness.sql: each verdict carries its group's last
-        // evaluated revision (a window, not a grouped join; see there for why).
-        let partition = if keys.is_empty() { String::new() } else { format!("PARTITION BY {}", quote_list(keys)) };
-        let filter = episode_filter("oracle_verdicts", filter);
-        format!(
-            "WITH
-             v AS (SELECT episode_id, revision, y,
-                          max(revision) OVER ({partition}) AS group_last,
-                          max(revision) OVER (PARTITION BY episode_id) AS own_last
-                   FROM oracle_verdicts{filter}),
-             numbers AS (SELECT unnest(range(0, (SELECT max(revision) + 1 FROM oracle_verdicts))) AS t),
-             held AS (
-                 SELECT n.t, v.episode_id, max(v.own_last) AS own_last,
-                        last_value(v.y ORDER BY v.revision) AS y_t, max(v.y) AS ever
-                 FROM v JOIN numbers n ON v.revision <= n.t AND n.t <= v.group_last
-                 GROUP BY n.t, v.episode_id)
-             SELECT e.model, e.harness_level, e.task, e.\"cluster\", h.episode_id, h.t AS revision,
-                    1 AS kept, h.y_t AS correct_now, h.ever AS correct_ever, h.ever - h.y_t AS correct_lost,
-                    CASE WHEN h.own_last >= h.t THEN 1 ELSE 0 END AS reaches
-             FROM held h
-             JOIN episodes e ON e.episode_id = h.episode_id"
-        )
     }
 }
 
@@ -139,7 +121,11 @@ struct FamilyBuilder {
 
 impl FamilyBuilder {
     fn new(view: &'static str, own_keys: &'static [&'static str], source: impl Into<String>) -> Self {
-        FamilyBuilder { family: Family { view, own_keys, source: source.into(), components: vec![], metrics: vec![] } }
+        Self::with_source(view, own_keys, RowSource::Sql(source.into()))
+    }
+
+    fn with_source(view: &'static str, own_keys: &'static [&'static str], source: RowSource) -> Self {
+        FamilyBuilder { family: Family { view, own_keys, source, components: vec![], metrics: vec![] } }
     }
 
     fn component(&mut self, name: &str) -> usize {
@@ -200,7 +186,8 @@ pub fn families() -> &'static [Family] {
         out.push(transitions.family);
 
         // Correctness over revisions: one entry per (keys, revision t).
-        let mut curves = FamilyBuilder::new("revision_correctness", &["revision"], String::new());
+        let mut curves =
+            FamilyBuilder::with_source("revision_correctness", &["revision"], RowSource::PerGrouping(views::revision_rows));
         let reaches = curves.component("reaches");
         for (name, direction, num) in [
             ("current_correctness", Direction::Higher, "correct_now"),

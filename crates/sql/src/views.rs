@@ -63,6 +63,51 @@ pub fn sql_of(name: &str) -> Option<&'static str> {
     VIEWS.iter().find(|(n, _)| *n == name).map(|(_, sql)| *sql)
 }
 
+/// Held verdicts per (episode, revision t), grouped by `keys` instead of the cell, over
+/// the episodes matching `filter` (a condition on `episode_facts` columns): the CTEs of
+/// queries/revision_correctness.sql, so the view, its intervals and the leaderboard's
+/// curves share one definition. A state is held up to the *group's* last evaluated
+/// revision (docs/metrics.md §D), so the rows depend on the grouping. Columns: the cell
+/// keys, `cluster`, `episode_id`, `revision`, `kept` (1), `correct_now`, `correct_ever`,
+/// `correct_lost`, and `reaches` (1 when the episode itself was evaluated at t or later).
+pub fn revision_rows(keys: &[&str], filter: Option<&str>) -> String {
+    let sql = sql_of("revision_correctness").expect("shipped");
+    let mut out = String::new();
+    for line in sql.lines() {
+        let code = line.trim_end();
+        if let Some(code) = code.strip_suffix("-- @keys") {
+            let code = code.trim_end();
+            let partition = if keys.is_empty() {
+                String::new()
+            } else {
+                format!("PARTITION BY {}", crate::sql_text::quote_list(keys))
+            };
+            let start = code.find("OVER (").expect("@keys marks the window") + "OVER (".len();
+            let end = code[start..].find(')').expect("@keys marks the window") + start;
+            out.push_str(&format!("{}{partition}{}\n", &code[..start], &code[end..]));
+        } else if let Some(code) = code.strip_suffix("-- @filter") {
+            let table = code.trim().strip_prefix("FROM ").expect("@filter marks a FROM line");
+            out.push_str(&format!("{}{}\n", code.trim_end(), crate::sql_text::episode_filter(table, filter)));
+        } else if let Some(code) = code.strip_suffix("-- @rows") {
+            out.push_str(code.trim_end());
+            break;
+        } else if !code.trim_start().starts_with("--") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str(
+        ",
+own AS (SELECT episode_id, max(revision) AS own_last FROM oracle_verdicts GROUP BY episode_id)
+SELECT h.model, h.harness_level, h.task, h.\"cluster\", h.episode_id, h.t AS revision,
+       1 AS kept, h.y_t AS correct_now, h.ever AS correct_ever, h.ever - h.y_t AS correct_lost,
+       CASE WHEN o.own_last >= h.t THEN 1 ELSE 0 END AS reaches
+FROM held h
+JOIN own o ON o.episode_id = h.episode_id",
+    );
+    out
+}
+
 /// The body of the `verifier_pairs_at(c)` table function; `:coverage` is replaced.
 pub const VERIFIER_PAIRS_AT: &str = include_str!("../../../queries/verifier_pairs_at.sql");
 
@@ -231,5 +276,20 @@ mod tests {
         assert!(!pooled.contains("GROUP BY") && !pooled.contains("ORDER BY"));
         assert!(pooled.contains("SELECT\n    sum(episodes)"));
         assert!(pooled.trim_end().ends_with("FROM episode_facts WHERE task = 't'"));
+    }
+
+    #[test]
+    fn revision_rows_regroup_and_filter_the_shipped_text() {
+        let rows = revision_rows(&["model", "cluster"], Some("task = 't'"));
+        assert!(rows.contains("OVER (PARTITION BY \"model\", \"cluster\") AS cell_last\n"), "{rows}");
+        assert!(rows.contains(
+            "FROM oracle_verdicts WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE task = 't')"
+        ));
+        assert!(
+            rows.contains("GROUP BY v.model, v.harness_level, v.task, v.\"cluster\", r.t, v.episode_id\n),\nown AS")
+        );
+        assert!(!rows.contains("-- @") && !rows.contains("current_correctness"), "{rows}");
+        let pooled = revision_rows(&[], None);
+        assert!(pooled.contains("OVER () AS cell_last\n") && pooled.contains("    FROM oracle_verdicts\n"), "{pooled}");
     }
 }
