@@ -228,37 +228,12 @@ pub fn ingest_with_segments<U: Sync>(
     progress: impl FnMut(epistore_store::IngestProgress),
 ) -> Result<Value> {
     let started = Instant::now();
-    let mut segments = Some(epistore_sql::columnar::IngestSegments::new(store));
-    let mut segment_error = None;
-    let mut columnar_time = std::time::Duration::ZERO;
-    let report = store.ingest_from(units, read, options, progress, |seq, episodes| {
-        let started = Instant::now();
-        if let Some(builder) = segments.as_mut() {
-            if let Err(e) = builder.push(seq, episodes) {
-                segment_error = Some(e.to_string());
-                segments = None;
-            }
-        }
-        columnar_time += started.elapsed();
-        Ok(())
-    })?;
-    let columnar_started = Instant::now();
-    if let Some(builder) = segments {
-        if let Err(e) = builder.finish() {
-            segment_error = Some(e.to_string());
-        }
-    }
-    if report.added() > 0 && segment_error.is_none() {
-        // Anything not covered yet (an older store, an earlier failure) is built now.
-        if let Err(e) = epistore_sql::columnar::refresh(store, &|_, _| {}) {
-            segment_error = Some(e.to_string());
-        }
-    }
+    let epistore_sql::columnar::SegmentedIngest { report, columnar_seconds, segment_error } =
+        epistore_sql::columnar::ingest(store, units, read, options, progress)?;
     let warnings: Vec<String> = segment_error
         .map(|e| format!("columnar segments not built ({e}); queries will build them"))
         .into_iter()
         .collect();
-    let columnar_seconds = (columnar_time + columnar_started.elapsed()).as_secs_f64();
     // Wall time of the whole ingest, segments included.
     let seconds = started.elapsed().as_secs_f64();
     let packages: Vec<Value> = report

@@ -574,6 +574,56 @@ fn derive_per_episode(base: &[RecordBatch]) -> Result<Vec<(SchemaRef, Vec<Record
     std::thread::scope(|scope| scope.spawn(run).join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
 }
 
+/// What [`ingest`] did: the store's report, the seconds spent building segments, and
+/// why segments were not built, when they were not.
+pub struct SegmentedIngest {
+    pub report: epistore_store::IngestReport,
+    pub columnar_seconds: f64,
+    pub segment_error: Option<String>,
+}
+
+/// Ingests `units` into `store` (as [`Store::ingest_from`]) and builds the columnar
+/// segments of what it adds from each commit's episodes as they come, so nothing is
+/// decoded twice: the ingest for every caller that wants SQL over what it added (the
+/// command line, the Python package). Segments are derived data: when building them
+/// fails the ingest goes on, `segment_error` says why, and queries build what is missing.
+pub fn ingest<U: Sync>(
+    store: &Store,
+    units: &[U],
+    read: impl Fn(&U, &mut epistore_package::Reservation) -> Vec<epistore_store::PackageRead> + Sync + Send,
+    options: &epistore_store::IngestOptions,
+    progress: impl FnMut(epistore_store::IngestProgress),
+) -> Result<SegmentedIngest> {
+    let mut segments = Some(IngestSegments::new(store));
+    let mut segment_error = None;
+    let mut columnar_time = std::time::Duration::ZERO;
+    let report = store.ingest_from(units, read, options, progress, |seq, episodes| {
+        let started = std::time::Instant::now();
+        if let Some(builder) = segments.as_mut() {
+            if let Err(e) = builder.push(seq, episodes) {
+                segment_error = Some(e.to_string());
+                segments = None;
+            }
+        }
+        columnar_time += started.elapsed();
+        Ok(())
+    })?;
+    let finishing = std::time::Instant::now();
+    if let Some(builder) = segments {
+        if let Err(e) = builder.finish() {
+            segment_error = Some(e.to_string());
+        }
+    }
+    if report.added() > 0 && segment_error.is_none() {
+        // Anything not covered yet (an older store, an earlier failure) is built now.
+        if let Err(e) = refresh(store, &|_, _| {}) {
+            segment_error = Some(e.to_string());
+        }
+    }
+    let columnar_seconds = (columnar_time + finishing.elapsed()).as_secs_f64();
+    Ok(SegmentedIngest { report, columnar_seconds, segment_error })
+}
+
 /// Builds segments during an ingest from the episodes each commit hands over, so they
 /// are never decoded again: feed it every committed batch, then call `finish`.
 pub struct IngestSegments {
