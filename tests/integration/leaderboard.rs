@@ -198,6 +198,16 @@ fn cluster_ci_in_sql_agrees_with_metrics_ci() {
     }
 }
 
+/// `leaderboard ARGS --format FORMAT --out PATH`, which must succeed: the file written.
+fn written_board(store: &TestStore, args: &[&str], format: &str, path: &Path) -> String {
+    let mut command = vec!["leaderboard"];
+    command.extend_from_slice(args);
+    command.extend(["--format", format, "--out", path.to_str().unwrap()]);
+    let out = store.run(&command);
+    assert!(out.status.success(), "leaderboard {args:?} --format {format}: {}", text(&out.stderr));
+    std::fs::read_to_string(path).unwrap()
+}
+
 /// The four formats on the bundled dataset, written atomically to --out.
 #[test]
 fn leaderboard_formats_on_the_bundled_dataset() {
@@ -206,19 +216,7 @@ fn leaderboard_formats_on_the_bundled_dataset() {
     let dir = store.dir.path();
     for format in ["md", "html", "json", "csv"] {
         let path = dir.join(format!("board.{format}"));
-        let out = store.run(&[
-            "leaderboard",
-            "--metric",
-            "avs_rate",
-            "--by",
-            "harness_level",
-            "--format",
-            format,
-            "--out",
-            path.to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
-        let body = std::fs::read_to_string(&path).unwrap();
+        let body = written_board(&store, &["--metric", "avs_rate", "--by", "harness_level"], format, &path);
         match format {
             "md" => assert!(body.contains("| 1 | H3 | 1.000 | [1.000, 1.000] |"), "{body}"),
             "html" => {
@@ -237,19 +235,8 @@ fn leaderboard_formats_on_the_bundled_dataset() {
     }
     // Text from packages or --where cannot end the page's script early.
     let path = dir.join("hostile.html");
-    let out = store.run(&[
-        "leaderboard",
-        "--metric",
-        "avs_rate",
-        "--where",
-        "model <> '<!--<script></script>'",
-        "--format",
-        "html",
-        "--out",
-        path.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let body = std::fs::read_to_string(&path).unwrap();
+    let body =
+        written_board(&store, &["--metric", "avs_rate", "--where", "model <> '<!--<script></script>'"], "html", &path);
     let script = &body[body.find("const DATA =").unwrap()..];
     let data_line = script.lines().next().unwrap();
     assert!(!data_line.contains('<') && data_line.contains("\\u003c!--"), "{data_line}");
@@ -273,16 +260,7 @@ fn leaderboard_page_renders_in_headless_chromium() {
     let (chromium, playwright) = crate::viewer::browser();
     let store = synthetic_store(200);
     let page = store.dir.path().join("board.html");
-    let out = store.run(&[
-        "leaderboard",
-        "--metric",
-        "sound_completion",
-        "--format",
-        "html",
-        "--out",
-        page.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    written_board(&store, &["--metric", "sound_completion"], "html", &page);
     let screenshot = repo_root().join("target/leaderboard-screenshot.png");
     let check = std::process::Command::new("node")
         .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))

@@ -609,6 +609,15 @@ pub(crate) mod testing {
 
     use super::*;
 
+    /// (kind, mutates, ok, revision before it) of every action, in seq order.
+    pub(crate) fn actions(e: &epistore_package::Episode) -> Vec<(String, bool, bool, u64)> {
+        e.actions
+            .iter()
+            .flatten()
+            .map(|a| (a.kind.clone().unwrap_or_default(), a.mutates, a.ok, a.common.revision))
+            .collect()
+    }
+
     /// A path under the repository's `tests/fixtures/real/` (real logs, with provenance).
     pub(crate) fn fixture(rel: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real").join(rel)

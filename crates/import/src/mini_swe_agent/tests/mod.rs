@@ -4,7 +4,7 @@
 
 use epistore_package::Episode;
 
-use crate::testing::{fixture, import_ok, import_paths};
+use crate::testing::{actions, fixture, import_ok, import_paths};
 use crate::{Format, Options};
 
 fn s(v: &str) -> String {
@@ -16,14 +16,6 @@ fn tools(e: &Episode) -> Vec<(String, String, Option<i64>, String)> {
         .iter()
         .flatten()
         .map(|t| (t.tool.clone(), t.command.clone().unwrap_or_default(), t.exit_code, t.failure_type.clone()))
-        .collect()
-}
-
-fn actions(e: &Episode) -> Vec<(String, bool, bool, u64)> {
-    e.actions
-        .iter()
-        .flatten()
-        .map(|a| (a.kind.clone().unwrap_or_default(), a.mutates, a.ok, a.common.revision))
         .collect()
 }
 

@@ -4,21 +4,12 @@
 
 use epistore_package::Episode;
 
-use crate::testing::{fixture, import_ok, import_paths};
+use crate::testing::{actions, fixture, import_ok, import_paths};
 use crate::{Options, Run};
 
 fn tools(e: &Episode) -> Vec<(String, String, Option<i64>)> {
     let first_line = |c: &Option<String>| c.as_deref().unwrap_or("").lines().next().unwrap_or("").to_string();
     e.tools.iter().flatten().map(|t| (t.tool.clone(), first_line(&t.command), t.exit_code)).collect()
-}
-
-/// (kind, mutates, ok, revision before it) of every action, in seq order.
-fn actions(e: &Episode) -> Vec<(String, bool, bool, u64)> {
-    e.actions
-        .iter()
-        .flatten()
-        .map(|a| (a.kind.clone().unwrap_or_default(), a.mutates, a.ok, a.common.revision))
-        .collect()
 }
 
 fn checks(e: &Episode) -> Vec<(String, String, String, u64)> {
