@@ -36,6 +36,8 @@ fn main() {
         println!("cargo::rustc-cfg=epistore_browser");
     }
 
+    // The test probes the same list again at run time (and fails if it is gone).
+    println!("cargo::rustc-env=EPISTORE_PYTHON_IMPORTS={PYTHON_IMPORTS}");
     let python = Command::new("python3").args(["-c", PYTHON_IMPORTS]).output().is_ok_and(|o| o.status.success());
     if required("EPISTORE_REQUIRE_PYTHON") || python {
         println!("cargo::rustc-cfg=epistore_python");

@@ -20,9 +20,7 @@ use crate::util::{repo_root, text, BIN};
 )]
 fn python_clients_pyarrow_polars_duckdb_adbc_and_the_notebook() {
     let required = std::env::var_os("EPISTORE_REQUIRE_PYTHON").is_some();
-    let probe = Command::new("python3")
-        .args(["-c", "import pytest, pyarrow, polars, duckdb, pandas, adbc_driver_flightsql, nbclient, matplotlib"])
-        .output();
+    let probe = Command::new("python3").args(["-c", env!("EPISTORE_PYTHON_IMPORTS")]).output();
     // The build found them (crates/cli/build.rs) or CI requires them: missing is a failure.
     assert!(probe.as_ref().is_ok_and(|o| o.status.success()), "the Python packages are missing: {probe:?}");
     let out = Command::new("python3")

@@ -231,12 +231,7 @@ async fn entry_episodes(
     let mut select = cols.clone();
     select.push("array_to_string(array_agg(DISTINCT episode_id), ' ')".into());
     let group = if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", quote_list(&all)) };
-    let sql = format!(
-        "SELECT {} FROM ({}) AS rows{}{group}",
-        select.join(", "),
-        family.source_sql(keys, filter),
-        episode_filter("rows", filter)
-    );
+    let sql = format!("SELECT {} FROM ({}) AS rows{group}", select.join(", "), family.source_sql(keys, filter),);
     let mut out = BTreeMap::new();
     for batch in engine.query(&sql).await? {
         let columns = (0..=all.len()).map(|i| strings(&batch, i)).collect::<Result<Vec<_>>>()?;

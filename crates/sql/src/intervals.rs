@@ -106,9 +106,14 @@ pub enum RowSource {
 }
 
 impl Family {
-    /// The row source for entries grouped by `keys`, over the episodes matching `filter`.
+    /// The rows for entries grouped by `keys`, over the episodes matching `filter`: the
+    /// one place a family's rows are filtered (a per-grouping source filters as it builds
+    /// them, so the filter's subquery runs once).
     pub fn source_sql(&self, keys: &[&str], filter: Option<&str>) -> String {
         match &self.source {
+            RowSource::Sql(sql) if filter.is_some() => {
+                format!("SELECT * FROM ({sql}) AS unfiltered{}", episode_filter("unfiltered", filter))
+            }
             RowSource::Sql(sql) => sql.clone(),
             RowSource::PerGrouping(build) => build(keys, filter),
         }
@@ -404,7 +409,6 @@ impl Engine {
         let sums: Vec<String> =
             family.components.iter().map(|c| format!("CAST(sum({q}) AS DOUBLE) AS {q}", q = quote_ident(c))).collect();
         let source = family.source_sql(keys, filter);
-        let filter = episode_filter("rows", filter);
         // The resampling unit under a name of its own: `cluster` may be a key as well.
         let mut select = group.clone();
         select.push("CAST(\"cluster\" AS VARCHAR) AS \"__resample_cluster\"".into());
@@ -416,7 +420,7 @@ impl Engine {
         let mut order = group_names.clone();
         order.push("\"__resample_cluster\"".into());
         Ok(format!(
-            "SELECT {}\nFROM ({}) AS rows{filter}\nGROUP BY {}\nORDER BY {}",
+            "SELECT {}\nFROM ({}) AS rows\nGROUP BY {}\nORDER BY {}",
             select.join(", "),
             source,
             by.join(", "),
