@@ -40,8 +40,7 @@ fn a_reader_during_ingest_sees_whole_episodes_only() {
         assert_eq!(logged as u64, count, "ingest log and episodes disagree within one snapshot");
         snapshot
             .for_each_episode(|record| {
-                for file in &record.files {
-                    let bytes = snapshot.blob(&file.hash)?;
+                for (file, bytes) in record.files.iter().zip(snapshot.files(&record)?) {
                     assert_eq!(bytes.len() as u64, file.size);
                 }
                 assert!(snapshot.episode_traces(&record.id)?.is_some(), "episode without traces");

@@ -357,7 +357,7 @@ async fn file(State(ui): State<Arc<Ui>>, Path((id, path)): Path<(String, String)
             .iter()
             .find(|f| f.path == path)
             .ok_or_else(|| not_found(format!("episode {} has no file {path}", hex(&id))))?;
-        Ok(snapshot.blob(&entry.hash)?)
+        Ok(snapshot.file(&record, entry)?)
     })
     .await?;
     let kind =

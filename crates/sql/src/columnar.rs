@@ -39,7 +39,7 @@ use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 use epistore_package::{hex, Hash};
-use epistore_store::{decode_record_bytes, decode_traces, EpisodeRecord, IngestBatch, Snapshot, Store};
+use epistore_store::{EpisodeRecord, IngestBatch, Snapshot, Store};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -242,10 +242,11 @@ fn build_segment(
             Ok((*id, record, traces))
         })
         .collect::<Result<_>>()?;
+    let decoder = snapshot.decoder()?;
     let items: Vec<(EpisodeRecord, Loaded)> = raw
         .par_iter()
         .map(|(id, record, traces)| {
-            Ok((decode_record_bytes(record)?, Loaded { id: hex(id), episode: decode_traces(traces)? }))
+            Ok((decoder.record(record)?, Loaded { id: hex(id), episode: decoder.traces(traces)? }))
         })
         .collect::<Result<_>>()?;
     write_segment(dir, first, last, items, progress)

@@ -6,9 +6,12 @@ use std::io::Read;
 use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::{Error, Result};
+use crate::pack::Dictionaries;
 
 const RAW: u8 = 0;
 const ZSTD: u8 = 1;
+/// zstd with a dictionary: the tag, the dictionary's number (u32 little-endian), the frame.
+const ZSTD_DICTIONARY: u8 = 2;
 /// zstd level: 3 is zstd's default, a good speed/ratio point for JSON text.
 const ZSTD_LEVEL: i32 = 3;
 /// Below this size compression rarely pays for its frame header.
@@ -113,24 +116,93 @@ pub(crate) fn decode_blob(stored: &[u8]) -> Result<Vec<u8>> {
     }
 }
 
-/// Compressed bincode, for the large per-episode trace record.
-pub(crate) fn encode_compressed<T: Serialize>(value: &T) -> Vec<u8> {
-    encode_blob(&encode(value))
+/// Tag, dictionary number and a zstd frame compressed with that dictionary; raw when
+/// compression does not make the value smaller.
+pub(crate) fn encode_with_dictionary(
+    bytes: &[u8],
+    dictionary: &'static zstd::dict::EncoderDictionary<'static>,
+    number: u32,
+) -> Vec<u8> {
+    thread_local! {
+        // One context per thread and dictionary, as for `encode_blob`. A process uses
+        // one dictionary per store it writes, so the list stays short.
+        static COMPRESSORS: std::cell::RefCell<Vec<(usize, zstd::bulk::Compressor<'static>)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let key = dictionary as *const _ as usize;
+    let compressed = COMPRESSORS.with_borrow_mut(|list| {
+        let at = match list.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                list.push((key, zstd::bulk::Compressor::with_prepared_dictionary(dictionary)?));
+                list.len() - 1
+            }
+        };
+        list[at].1.compress(bytes)
+    });
+    match compressed {
+        Ok(compressed) if compressed.len() + 5 < bytes.len() => {
+            let mut out = Vec::with_capacity(compressed.len() + 5);
+            out.push(ZSTD_DICTIONARY);
+            out.extend_from_slice(&number.to_le_bytes());
+            out.extend_from_slice(&compressed);
+            out
+        }
+        _ => {
+            let mut out = Vec::with_capacity(bytes.len() + 1);
+            out.push(RAW);
+            out.extend_from_slice(bytes);
+            out
+        }
+    }
 }
 
-/// Decodes straight from the decompressing stream: the decompressed bytes are never
-/// held whole, so a frame that expands to gigabytes of garbage fails as soon as its
-/// bytes stop making sense, having cost what was decoded, not what it expands to.
-pub(crate) fn decode_compressed<T: DeserializeOwned>(stored: &[u8]) -> Result<T> {
+/// A reader of the plain bytes of a packed value (any tag), bounded by zstd's largest
+/// expansion, and that bound.
+fn plain_reader<'v>(
+    stored: &'v [u8],
+    dictionaries: &'v Dictionaries,
+) -> Result<(Box<dyn std::io::Read + 'v>, usize)> {
+    let undecodable = |e: std::io::Error| Error::Corrupt(format!("value does not decompress: {e}"));
+    let cap = |rest: &[u8]| rest.len().saturating_mul(ZSTD_MAX_RATIO).saturating_add(128 << 10);
     match stored.split_first() {
+        Some((&RAW, rest)) => Ok((Box::new(rest), rest.len())),
         Some((&ZSTD, rest)) => {
-            let cap = rest.len().saturating_mul(ZSTD_MAX_RATIO).saturating_add(128 << 10);
-            let decoder = zstd::stream::read::Decoder::new(rest)
-                .map_err(|e| Error::Corrupt(format!("record does not decompress: {e}")))?;
-            decode_from(std::io::BufReader::new(decoder).take(cap as u64), cap)
+            let decoder = zstd::stream::read::Decoder::new(rest).map_err(undecodable)?;
+            Ok((Box::new(std::io::BufReader::new(decoder).take(cap(rest) as u64)), cap(rest)))
         }
-        _ => decode(&decode_blob(stored)?),
+        Some((&ZSTD_DICTIONARY, rest)) if rest.len() >= 4 => {
+            let (number, frame) = rest.split_at(4);
+            let number = u32::from_le_bytes(number.try_into().expect("4 bytes"));
+            let dictionary = dictionaries.get(number)?;
+            let decoder =
+                zstd::stream::read::Decoder::with_prepared_dictionary(frame, dictionary).map_err(undecodable)?;
+            Ok((Box::new(std::io::BufReader::new(decoder).take(cap(frame) as u64)), cap(frame)))
+        }
+        Some((tag, _)) => Err(Error::Corrupt(format!("unknown value tag {tag}"))),
+        None => Err(Error::Corrupt("empty value".into())),
     }
+}
+
+/// The plain bytes of a packed value (any tag).
+pub(crate) fn unpack(stored: &[u8], dictionaries: &Dictionaries) -> Result<Vec<u8>> {
+    let (reader, cap) = plain_reader(stored, dictionaries)?;
+    let mut out = Vec::new();
+    reader
+        .take(cap as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::Corrupt(format!("value does not decompress: {e}")))?;
+    if out.len() > cap {
+        return Err(Error::Corrupt(format!("a value of {} bytes decompresses past zstd's largest expansion", stored.len())));
+    }
+    Ok(out)
+}
+
+/// Decodes a packed bincode value straight from its decompressing stream (see
+/// `decode_compressed`).
+pub(crate) fn decode_packed<T: DeserializeOwned>(stored: &[u8], dictionaries: &Dictionaries) -> Result<T> {
+    let (reader, cap) = plain_reader(stored, dictionaries)?;
+    decode_from(reader, cap)
 }
 
 #[cfg(test)]

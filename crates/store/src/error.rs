@@ -48,9 +48,17 @@ impl Error {
     /// one that [`crate::Store::migrate`] converts.
     pub(crate) fn in_store(self, dir: &Path) -> Error {
         match self {
-            Error::Format { found, expected } if found == crate::PREVIOUS_FORMAT => {
+            Error::Format { found, expected } if crate::PREVIOUS_FORMATS.contains(&found.as_str()) => {
                 Error::NeedsMigration { path: dir.to_path_buf(), found, expected }
             }
+            other => other,
+        }
+    }
+
+    /// Names the episode a corruption was found in.
+    pub(crate) fn for_episode(self, id: &epistore_package::Hash) -> Error {
+        match self {
+            Error::Corrupt(what) => Error::Corrupt(format!("episode {}: {what}", epistore_package::hex(id))),
             other => other,
         }
     }

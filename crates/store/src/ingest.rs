@@ -20,7 +20,11 @@ use redb::ReadableDatabase;
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::read::IngestBatch;
-use crate::tables::{Appender, EpisodeRecord, FileEntry, EPISODE_INDEX};
+use crate::pack::Packer;
+use crate::tables::{
+    begin_write, latest_dictionary, shared_file, Appender, EpisodeRecord, EpisodeValues, FileEntry, DICTIONARIES,
+    EPISODE_INDEX,
+};
 use crate::Store;
 
 #[derive(Debug, Clone)]
@@ -34,7 +38,13 @@ pub struct IngestOptions {
     /// (`epistore_package::MemoryBudget`): memory follows this, not the thread count.
     /// One source at a time may read past it, up to its own limits.
     pub memory_budget: u64,
+    /// Values (traces, own files, records) sampled before the store's compression
+    /// dictionary is trained, when it has none yet (0: never train one).
+    pub dictionary_samples: usize,
 }
+
+/// The default [`IngestOptions::dictionary_samples`]: about a hundred episodes.
+pub const DEFAULT_DICTIONARY_SAMPLES: usize = 300;
 
 /// The default [`IngestOptions::memory_budget`].
 pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
@@ -46,6 +56,7 @@ impl Default for IngestOptions {
             chunk_sources: 512,
             label: String::new(),
             memory_budget: DEFAULT_MEMORY_BUDGET,
+            dictionary_samples: DEFAULT_DICTIONARY_SAMPLES,
         }
     }
 }
@@ -118,10 +129,13 @@ struct Prepared {
     id: Hash,
     /// The typed episode, handed to the commit observer after the commit.
     episode: Episode,
-    /// (hash, encoded blob) of every file.
+    /// (hash, encoded blob) of every shared file (`tables::shared_file`).
     blobs: Vec<(Hash, Vec<u8>)>,
     record: EpisodeRecord,
+    /// Packed typed traces and own files (the record is packed by the writer, which
+    /// sets its batch).
     traces: Vec<u8>,
+    files: Vec<u8>,
     bytes: u64,
 }
 
@@ -133,16 +147,18 @@ enum Item {
     Rejected { name: String, id: Option<Hash>, reason: String },
 }
 
-fn prepare(raw: RawPackage) -> Item {
+fn prepare(raw: RawPackage, packer: &Packer) -> Item {
     let episode = match parse_package(&raw) {
         Ok(e) => e,
         Err(problem) => return Item::Rejected { name: raw.name, id: Some(raw.id), reason: problem.to_string() },
     };
     let record = record_of(&raw, &episode);
-    let traces = codec::encode_compressed(&episode);
+    let traces = packer.pack(&codec::encode(&episode));
+    let (shared, own): (Vec<_>, Vec<_>) = raw.files.iter().partition(|f| shared_file(&f.path, f.bytes.len() as u64));
+    let files = packer.pack(&own.iter().flat_map(|f| f.bytes.iter().copied()).collect::<Vec<u8>>());
     let bytes = raw.total_bytes();
-    let blobs = raw.files.iter().map(|f| (f.hash, codec::encode_blob(&f.bytes))).collect();
-    Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, episode, blobs, record, traces, bytes }))
+    let blobs = shared.iter().map(|f| (f.hash, codec::encode_blob(&f.bytes))).collect();
+    Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, episode, blobs, record, traces, files, bytes }))
 }
 
 /// The stored summary of a parsed package (`ingest_seq` is set by the writer). `verify`
@@ -171,6 +187,7 @@ fn prepare_chunk<U: Sync>(
     units: &[U],
     read: &(impl Fn(&U, &mut Reservation) -> Vec<PackageRead> + Sync),
     budget: &MemoryBudget,
+    packer: &Packer,
 ) -> Vec<Item> {
     units
         .par_iter()
@@ -179,7 +196,7 @@ fn prepare_chunk<U: Sync>(
             let items: Vec<Item> = read(unit, &mut reservation)
                 .into_iter()
                 .map(|read| match read {
-                    Ok(raw) => prepare(raw),
+                    Ok(raw) => prepare(raw, packer),
                     Err(e) => Item::Rejected { name: name_of(&e), id: None, reason: e.to_string() },
                 })
                 .collect();
@@ -264,6 +281,11 @@ impl Store {
         let mut report = IngestReport::default();
         let chunk = options.chunk_sources.max(1);
         let mut done = IngestProgress { sources_done: 0, sources_total: units.len(), packages_done: 0, bytes_read: 0 };
+        let packer = {
+            let read = db.begin_read().map_err(Error::redb)?;
+            let (latest, next) = latest_dictionary(&read.open_table(DICTIONARIES).map_err(Error::redb)?)?;
+            Packer::new(latest, next, options.dictionary_samples)
+        };
 
         let finished = std::thread::scope(|scope| -> Result<()> {
             // Preparation runs one chunk ahead of the writer.
@@ -271,9 +293,10 @@ impl Store {
             let pool = prepare_pool()?;
             let read = &read;
             let budget = MemoryBudget::new(options.memory_budget);
+            let packer = &packer;
             scope.spawn(move || {
                 for part in units.chunks(chunk) {
-                    if tx.send((part.len(), pool.install(|| prepare_chunk(part, read, &budget)))).is_err() {
+                    if tx.send((part.len(), pool.install(|| prepare_chunk(part, read, &budget, packer)))).is_err() {
                         break; // the writer failed and stopped listening
                     }
                 }
@@ -281,7 +304,7 @@ impl Store {
             let mut seen_this_run: HashSet<Hash> = HashSet::new();
             for (n_sources, items) in rx {
                 crate::error::guarded(|| {
-                    self.commit_chunk(db, items, options, &mut seen_this_run, &mut report, &mut on_commit)
+                    self.commit_chunk(db, items, options, &packer, &mut seen_this_run, &mut report, &mut on_commit)
                 })?;
                 done.sources_done += n_sources;
                 done.packages_done = report.packages.len();
@@ -308,6 +331,7 @@ impl Store {
         db: &redb::Database,
         items: Vec<Item>,
         options: &IngestOptions,
+        packer: &Packer,
         seen_this_run: &mut HashSet<Hash>,
         report: &mut IngestReport,
         on_commit: &mut dyn FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
@@ -343,7 +367,7 @@ impl Store {
         // failed commit leaves a report of exactly what is in the store.
         let mut blobs_added = 0;
         if !to_write.is_empty() {
-            let (seq, committed) = self.write_batch(db, to_write, &options.label, &mut blobs_added)?;
+            let (seq, committed) = self.write_batch(db, to_write, &options.label, packer, &mut blobs_added)?;
             report.batches.push(seq);
             report.blobs_added += blobs_added;
             report.packages.extend(results);
@@ -363,13 +387,21 @@ impl Store {
         db: &redb::Database,
         mut packages: Vec<Prepared>,
         label: &str,
+        packer: &Packer,
         blobs_added: &mut u64,
     ) -> Result<(u64, Vec<(EpisodeRecord, Episode)>)> {
-        let txn = db.begin_write().map_err(Error::redb)?;
+        let txn = begin_write(db)?;
         let seq;
         {
             let mut tables = Appender::open(&txn)?;
             seq = tables.next_seq()?;
+            // Every value of the batch was packed with the packer's dictionary or none,
+            // and it stays the same from the moment it exists, so storing it now
+            // stores it before (in the same commit as) any value that names it.
+            let dictionary = packer.dictionary();
+            if let Some(dictionary) = &dictionary {
+                tables.add_dictionary(dictionary)?;
+            }
             // Sorted keys make the index inserts cheaper than random order.
             let mut all_blobs: Vec<(Hash, Vec<u8>)> =
                 packages.iter_mut().flat_map(|p| std::mem::take(&mut p.blobs)).collect();
@@ -385,7 +417,12 @@ impl Store {
             packages.sort_unstable_by_key(|a| a.id);
             for p in &mut packages {
                 p.record.ingest_seq = seq;
-                tables.add_episode(&p.id, &p.record.manifest, &codec::encode(&p.record), &p.traces)?;
+                let values = EpisodeValues {
+                    record: packer.pack_with(&codec::encode(&p.record), dictionary.as_deref()),
+                    traces: std::mem::take(&mut p.traces),
+                    files: std::mem::take(&mut p.files),
+                };
+                tables.add_episode(&p.id, &p.record.manifest, &values)?;
             }
             let batch = IngestBatch {
                 seq,

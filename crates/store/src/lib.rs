@@ -1,13 +1,18 @@
 //! The epistore store: an append-only, content-addressed home for episode packages,
 //! on redb and blake3.
 //!
-//! * Every file of every package is a blob found by its blake3 hash, stored once
-//!   (zstd-compressed when that helps), however many episodes share it.
+//! * The files only one episode has (manifest, outcome, traces, reports, small
+//!   artifacts) live in that episode's own value, compressed together with a zstd
+//!   dictionary trained on the store's own values; the files packages share (larger
+//!   artifacts, large files) are blobs found by their blake3 hash, stored once however
+//!   many episodes have them.
 //! * An episode is found by its id (docs/format.md §6.4: blake3 over the package listing), so the
 //!   same package ingested twice is one episode.
 //! * Values are appended under sequence numbers (blob numbers, episode numbers in ingest
-//!   order); small hash -> number indexes find them (format `epistore-store/2`).
-//!   [`Store::migrate`] converts a store of the previous format.
+//!   order); small hash -> number indexes find them (format `epistore-store/3`).
+//!   [`Store::migrate`] converts a store of an earlier format.
+//! * Every commit saves redb's allocator state (quick repair), so a store killed
+//!   mid-write reopens without a walk over the file.
 //! * Each write transaction appends one ingest-log entry naming the episodes it added;
 //!   nothing is ever updated in place or deleted.
 //! * A package goes in whole, in one transaction, or not at all.
@@ -20,6 +25,7 @@ mod codec;
 mod error;
 mod ingest;
 mod migrate;
+mod pack;
 mod read;
 mod tables;
 mod verify;
@@ -29,11 +35,14 @@ mod verify_tests;
 pub use error::{Error, Result};
 pub use ingest::{
     IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult, Stopped,
-    DEFAULT_MEMORY_BUDGET,
+    DEFAULT_DICTIONARY_SAMPLES, DEFAULT_MEMORY_BUDGET,
 };
-pub use migrate::{MigrateProgress, MigrateReport, FORMAT1_FILE};
-pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, Snapshot};
-pub use tables::{EpisodeRecord, FileEntry, PREVIOUS_FORMAT, STORE_FORMAT};
+pub use migrate::{kept_file_name, MigrateProgress, MigrateReport};
+pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, PackageFiles, Snapshot};
+pub use pack::Decoder;
+pub use tables::{
+    shared_file, EpisodeRecord, FileEntry, PREVIOUS_FORMATS, SHARED_MIN_ANYWHERE, SHARED_MIN_ARTIFACT, STORE_FORMAT,
+};
 pub use verify::{RepairReport, VerifyReport};
 
 use std::path::{Path, PathBuf};
@@ -60,7 +69,44 @@ pub(crate) fn builder() -> redb::Builder {
     let mut b = Database::builder();
     // One writer process, any number of readers following its commits.
     b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    // redb calls this only when it must walk the whole file to rebuild its allocator
+    // state: a crash after a commit made without quick repair (see `tables::begin_write`).
+    b.set_repair_callback(|_| {
+        FULL_REPAIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    });
     b
+}
+
+static FULL_REPAIRS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times this process had redb walk a whole store file to recover it (each
+/// repair counts once per progress step redb reports). Every commit saves the
+/// allocator state, so this stays 0 for stores this build wrote; tests check that.
+pub fn full_repairs() -> u64 {
+    FULL_REPAIRS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Opens a store file for reading. redb refuses a read-only open of a file whose last
+/// writer died mid-write (`RepairAborted`), by design; opening it writable once rolls
+/// it back to the last commit, which the saved allocator state makes quick. Another
+/// reader may be doing the same at that moment (the writable open then finds the file
+/// taken): it is retried for a while, as the other's recovery takes milliseconds.
+fn open_read_only_recovering(file: &Path) -> std::result::Result<ReadOnlyDatabase, redb::DatabaseError> {
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match builder().open_read_only(file) {
+            Err(redb::DatabaseError::RepairAborted) => match builder().open(file) {
+                Ok(db) => drop(db),
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) if waited < std::time::Duration::from_secs(5) => {
+                    let pause = std::time::Duration::from_millis(20);
+                    std::thread::sleep(pause);
+                    waited += pause;
+                }
+                Err(e) => return Err(e),
+            },
+            other => return other,
+        }
+    }
 }
 
 impl Store {
@@ -104,16 +150,7 @@ impl Store {
         if !file.is_file() {
             return Err(Error::NoStore(dir));
         }
-        let db = match builder().open_read_only(&file) {
-            Ok(db) => db,
-            Err(redb::DatabaseError::RepairAborted) => {
-                // The last writer died mid-transaction: open it writable once, which
-                // rolls back to the last commit, then read.
-                drop(builder().open(&file).map_err(|e| Error::open(&dir, e))?);
-                builder().open_read_only(&file).map_err(|e| Error::open(&dir, e))?
-            }
-            Err(e) => return Err(Error::open(&dir, e)),
-        };
+        let db = open_read_only_recovering(&file).map_err(|e| Error::open(&dir, e))?;
         tables::check_format(&db.begin_read().map_err(Error::redb)?).map_err(|e| e.in_store(&dir))?;
         Ok(Store { handle: Handle::Reader(db), dir })
     }
@@ -122,7 +159,13 @@ impl Store {
     /// Nothing stored changes; readers must not be open in this process.
     pub fn compact(&mut self) -> Result<bool> {
         match &mut self.handle {
-            Handle::Writer(db) => db.compact().map_err(|e| Error::Storage(e.to_string())),
+            Handle::Writer(db) => {
+                let compacted = db.compact().map_err(|e| Error::Storage(e.to_string()))?;
+                // Compaction's own commits do not save the allocator state: an empty
+                // commit that does keeps a crash after it cheap to recover from.
+                tables::begin_write(db)?.commit().map_err(Error::redb)?;
+                Ok(compacted)
+            }
             Handle::Reader(_) => Err(Error::ReadOnly),
         }
     }

@@ -1,30 +1,37 @@
-//! Moving a store from format 1 to the current format: a copy into a new file, never an
-//! edit of the old one.
+//! Moving a store from format 1 or 2 to the current format: a copy into a new file,
+//! never an edit of the old one.
 //!
 //! The copy is built beside the store under a temporary name. Only when it is complete
 //! and durable is the old file given a second name (a hard link, so no byte is copied)
 //! and the new file renamed over `epistore.redb`. A crash at any point leaves
 //! `epistore.redb` holding either the old store or the complete new one. The old file
-//! stays beside it until the user deletes it.
+//! stays beside it (`epistore.redb.format1` or `.format2`) until the user deletes it.
 //!
-//! Every stored byte is copied as it is: blobs, episode records, trace records and
-//! ingest-log entries have the same encoding in both formats; only the tables they
-//! live in changed. Episodes get their numbers in ingest-log order, as an ingest of the
-//! same batches into a new store would give them.
+//! What was ingested is copied byte for byte: every file of every episode (a shared
+//! file as its stored blob, an episode's own files into its file record), and the
+//! ingest log. Records and traces decode to the same values and are packed again with
+//! a dictionary trained on the first episodes copied. Episodes get their numbers in
+//! ingest-log order, as an ingest of the same batches into a new store would give them.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use epistore_package::{hex, Hash};
-use redb::{Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{Durability, ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use crate::codec;
 use crate::error::{Error, Result};
+use crate::ingest::DEFAULT_DICTIONARY_SAMPLES;
+use crate::pack::Packer;
 use crate::read::IngestBatch;
-use crate::tables::{self, decode_record, Appender, INGEST_LOG, META, PREVIOUS_FORMAT, STORE_FORMAT};
+use crate::tables::{
+    self, decode_plain_record, shared_file, split_trace_value, Appender, EpisodeValues, BLOB_DATA, BLOB_INDEX,
+    EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, META, PREVIOUS_FORMATS, STORE_FORMAT, TRACE_DATA,
+};
 use crate::{builder, Store, DB_FILE};
 
-/// The format-1 tables that the current format replaced. `meta`, `cells` and
-/// `ingest_log` kept their names and types.
+/// The format-1 tables that format 2 replaced. `meta`, `cells` and `ingest_log` kept
+/// their names and types.
 mod format1 {
     use redb::TableDefinition;
     /// blake3(file bytes) -> codec-tagged file bytes.
@@ -35,8 +42,10 @@ mod format1 {
     pub const TRACES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("traces");
 }
 
-/// Where the old file is kept after a migration, beside the store.
-pub const FORMAT1_FILE: &str = "epistore.redb.format1";
+/// The name the old file is kept under: `epistore.redb.format1`, `.format2`.
+pub fn kept_file_name(format: &str) -> String {
+    format!("{DB_FILE}.format{}", format.rsplit('/').next().unwrap_or(format))
+}
 /// The copy being built.
 const MIGRATING_FILE: &str = "epistore.redb.migrating";
 /// Values copied per write transaction of the new file. Only the last commit needs to
@@ -64,7 +73,7 @@ pub struct MigrateProgress {
 }
 
 impl Store {
-    /// Copies the store in `dir` from format 1 into the current format (see the module
+    /// Copies the store in `dir` from format 1 or 2 into the current format (see the module
     /// comment for why a crash loses nothing). A current store is left alone. Needs
     /// that no other process writes to the store meanwhile (it holds the writer lock).
     pub fn migrate(dir: impl AsRef<Path>, mut progress: impl FnMut(MigrateProgress)) -> Result<MigrateReport> {
@@ -99,10 +108,13 @@ impl Store {
                 bytes_after: bytes_before,
             });
         }
-        if found != PREVIOUS_FORMAT {
-            return Err(Error::Format { found, expected: format!("{STORE_FORMAT} (and migrates {PREVIOUS_FORMAT})") });
+        if !PREVIOUS_FORMATS.contains(&found.as_str()) {
+            return Err(Error::Format {
+                found,
+                expected: format!("{STORE_FORMAT} (and migrates {})", PREVIOUS_FORMATS.join(", ")),
+            });
         }
-        let kept = dir.join(FORMAT1_FILE);
+        let kept = dir.join(kept_file_name(&found));
         if same_file(&kept, &file) {
             // An earlier migration died between giving the old file its second name and
             // the rename: the "kept" file is this very store, so dropping the name loses
@@ -111,7 +123,7 @@ impl Store {
         }
         if kept.exists() {
             return Err(Error::Storage(format!(
-                "{} already exists (a format-1 file from an earlier migration?): move it away first",
+                "{} already exists (an old file from an earlier migration?): move it away first",
                 kept.display()
             )));
         }
@@ -125,7 +137,8 @@ impl Store {
         // allowed (redb refuses them on a file shared with readers).
         let built = redb::Database::builder().create(&fresh).map_err(|e| Error::open(dir, e)).and_then(|new| {
             tables::initialise(&new)?;
-            let counts = copy(&read, &new, &mut progress)?;
+            let old = OldStore::open(&read, &found)?;
+            let counts = copy(&old, &read, &new, &mut progress)?;
             // A close that fails would leave the copy needing repair: not good enough to
             // rename into place.
             new.close().map_err(|e| Error::open(dir, e))?;
@@ -196,20 +209,134 @@ struct Counts {
     batches: u64,
 }
 
-/// Copies everything from the format-1 snapshot `old` into the empty current-format
-/// database `new`, batch by batch of the ingest log, and checks that nothing was left.
+/// The values of a format-1 or format-2 store, as the copy needs them.
+enum OldStore {
+    Format1 {
+        blobs: ReadOnlyTable<[u8; 32], &'static [u8]>,
+        episodes: ReadOnlyTable<[u8; 32], &'static [u8]>,
+        traces: ReadOnlyTable<[u8; 32], &'static [u8]>,
+    },
+    /// Format 2 has format 3's tables but for `file_data` and `dictionaries`; its
+    /// records are plain bincode, its traces zstd without a dictionary.
+    Format2 {
+        blob_index: ReadOnlyTable<[u8; 32], u64>,
+        blob_data: ReadOnlyTable<u64, &'static [u8]>,
+        episode_index: ReadOnlyTable<[u8; 32], u64>,
+        episode_data: ReadOnlyTable<u64, &'static [u8]>,
+        trace_data: ReadOnlyTable<u64, &'static [u8]>,
+    },
+}
+
+impl OldStore {
+    fn open(txn: &redb::ReadTransaction, format: &str) -> Result<OldStore> {
+        Ok(if format == PREVIOUS_FORMATS[0] {
+            OldStore::Format1 {
+                blobs: txn.open_table(format1::BLOBS).map_err(Error::redb)?,
+                episodes: txn.open_table(format1::EPISODES).map_err(Error::redb)?,
+                traces: txn.open_table(format1::TRACES).map_err(Error::redb)?,
+            }
+        } else {
+            OldStore::Format2 {
+                blob_index: txn.open_table(BLOB_INDEX).map_err(Error::redb)?,
+                blob_data: txn.open_table(BLOB_DATA).map_err(Error::redb)?,
+                episode_index: txn.open_table(EPISODE_INDEX).map_err(Error::redb)?,
+                episode_data: txn.open_table(EPISODE_DATA).map_err(Error::redb)?,
+                trace_data: txn.open_table(TRACE_DATA).map_err(Error::redb)?,
+            }
+        })
+    }
+
+    fn missing(what: &str, id: &Hash) -> Error {
+        Error::Corrupt(format!("the old store lacks the {what} of {}", hex(id)))
+    }
+
+    /// An episode's plain bincode record.
+    fn record(&self, id: &Hash) -> Result<Vec<u8>> {
+        let found = match self {
+            OldStore::Format1 { episodes, .. } => episodes.get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()),
+            OldStore::Format2 { episode_index, episode_data, .. } => match episode_index.get(*id).map_err(Error::redb)? {
+                Some(n) => episode_data.get(n.value()).map_err(Error::redb)?.map(|v| v.value().to_vec()),
+                None => None,
+            },
+        };
+        found.ok_or_else(|| OldStore::missing("record", id))
+    }
+
+    /// An episode's plain bincode traces.
+    fn traces(&self, id: &Hash) -> Result<Vec<u8>> {
+        let stored = match self {
+            OldStore::Format1 { traces, .. } => traces.get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()),
+            OldStore::Format2 { episode_index, trace_data, .. } => match episode_index.get(*id).map_err(Error::redb)? {
+                Some(n) => match trace_data.get(n.value()).map_err(Error::redb)? {
+                    Some(v) => Some(split_trace_value(v.value())?.1.to_vec()),
+                    None => None,
+                },
+                None => None,
+            },
+        };
+        codec::decode_blob(&stored.ok_or_else(|| OldStore::missing("trace record", id))?)
+    }
+
+    /// A file's stored blob (codec-tagged), if the store holds it.
+    fn blob(&self, hash: &Hash) -> Result<Option<Vec<u8>>> {
+        Ok(match self {
+            OldStore::Format1 { blobs, .. } => blobs.get(*hash).map_err(Error::redb)?.map(|v| v.value().to_vec()),
+            OldStore::Format2 { blob_index, blob_data, .. } => match blob_index.get(*hash).map_err(Error::redb)? {
+                Some(n) => blob_data.get(n.value()).map_err(Error::redb)?.map(|v| v.value().to_vec()),
+                None => None,
+            },
+        })
+    }
+
+    /// Visits every stored blob, for the ones no episode names.
+    fn for_each_blob(&self, mut f: impl FnMut(Hash, &[u8]) -> Result<()>) -> Result<()> {
+        match self {
+            OldStore::Format1 { blobs, .. } => {
+                for entry in blobs.iter().map_err(Error::redb)? {
+                    let (hash, bytes) = entry.map_err(Error::redb)?;
+                    f(hash.value(), bytes.value())?;
+                }
+            }
+            OldStore::Format2 { blob_index, .. } => {
+                for entry in blob_index.iter().map_err(Error::redb)? {
+                    let (hash, _) = entry.map_err(Error::redb)?;
+                    let bytes = self.blob(&hash.value())?.ok_or_else(|| OldStore::missing("blob", &hash.value()))?;
+                    f(hash.value(), &bytes)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// (episodes, trace records) stored.
+    fn counts(&self) -> Result<(u64, u64)> {
+        Ok(match self {
+            OldStore::Format1 { episodes, traces, .. } => {
+                (episodes.len().map_err(Error::redb)?, traces.len().map_err(Error::redb)?)
+            }
+            OldStore::Format2 { episode_data, trace_data, .. } => {
+                (episode_data.len().map_err(Error::redb)?, trace_data.len().map_err(Error::redb)?)
+            }
+        })
+    }
+}
+
+/// Copies everything from the old snapshot into the empty current-format database
+/// `new`, batch by batch of the ingest log, and checks that nothing was left.
 fn copy(
-    old: &redb::ReadTransaction,
+    old: &OldStore,
+    read: &redb::ReadTransaction,
     new: &redb::Database,
     progress: &mut dyn FnMut(MigrateProgress),
 ) -> Result<Counts> {
-    let old_blobs = old.open_table(format1::BLOBS).map_err(Error::redb)?;
-    let old_episodes = old.open_table(format1::EPISODES).map_err(Error::redb)?;
-    let old_traces = old.open_table(format1::TRACES).map_err(Error::redb)?;
-    let old_log = old.open_table(INGEST_LOG).map_err(Error::redb)?;
-    let old_meta = old.open_table(META).map_err(Error::redb)?;
-    let total = old_episodes.len().map_err(Error::redb)?;
+    let old_log = read.open_table(INGEST_LOG).map_err(Error::redb)?;
+    let old_meta = read.open_table(META).map_err(Error::redb)?;
+    let (total, traced) = old.counts()?;
     let mut counts = Counts { episodes: 0, blobs: 0, batches: 0 };
+    let packer = Packer::new(None, 0, DEFAULT_DICTIONARY_SAMPLES);
+    // Every file hash an episode names: a stored blob outside this set (which no
+    // episode names) is copied as it is at the end.
+    let mut named: HashSet<Hash> = HashSet::new();
 
     let mut txn = new.begin_write().map_err(Error::redb)?;
     txn.set_durability(Durability::None).map_err(Error::redb)?;
@@ -224,7 +351,6 @@ fn copy(
             }
         }
     }
-    let missing = |what: &str, id: &Hash| Error::Corrupt(format!("the format-1 store lacks the {what} of {}", hex(id)));
     for entry in old_log.iter().map_err(Error::redb)? {
         let (seq, logged) = entry.map_err(Error::redb)?;
         let batch: IngestBatch = codec::decode(logged.value())?;
@@ -237,27 +363,45 @@ fn copy(
                 if tables.has_episode(id)? || records.iter().any(|(r, _, _)| r == id) {
                     continue;
                 }
-                let bytes = old_episodes.get(*id).map_err(Error::redb)?.ok_or_else(|| missing("record", id))?;
-                records.push((*id, bytes.value().to_vec(), decode_record(bytes.value())?));
+                let bytes = old.record(id)?;
+                let record = decode_plain_record(&bytes)?;
+                records.push((*id, bytes, record));
             }
-            // New blobs in hash order, as an ingest of this batch writes them.
-            let mut new_blobs: Vec<Hash> =
-                records.iter().flat_map(|(_, _, r)| r.files.iter().map(|f| f.hash)).collect();
+            // New shared blobs in hash order, as an ingest of this batch writes them.
+            let mut new_blobs: Vec<Hash> = records
+                .iter()
+                .flat_map(|(_, _, r)| r.files.iter().filter(|f| shared_file(&f.path, f.size)).map(|f| f.hash))
+                .collect();
             new_blobs.sort_unstable();
             new_blobs.dedup();
             for hash in new_blobs {
                 if tables.has_blob(&hash)? {
                     continue;
                 }
-                let bytes = old_blobs.get(hash).map_err(Error::redb)?.ok_or_else(|| missing("blob", &hash))?;
-                tables.add_blob(&hash, bytes.value())?;
-                pending_bytes += bytes.value().len() as u64;
+                let bytes = old.blob(&hash)?.ok_or_else(|| OldStore::missing("blob", &hash))?;
+                tables.add_blob(&hash, &bytes)?;
+                pending_bytes += bytes.len() as u64;
                 counts.blobs += 1;
             }
             for (id, record_bytes, record) in &records {
-                let traces = old_traces.get(*id).map_err(Error::redb)?.ok_or_else(|| missing("trace record", id))?;
-                tables.add_episode(id, &record.manifest, record_bytes, traces.value())?;
-                pending_bytes += (record_bytes.len() + traces.value().len()) as u64;
+                let mut own = Vec::new();
+                for file in &record.files {
+                    named.insert(file.hash);
+                    if !shared_file(&file.path, file.size) {
+                        let stored = old.blob(&file.hash)?.ok_or_else(|| OldStore::missing("blob", &file.hash))?;
+                        own.extend_from_slice(&codec::decode_blob(&stored)?);
+                    }
+                }
+                let values = EpisodeValues {
+                    record: packer.pack(record_bytes),
+                    traces: packer.pack(&old.traces(id)?),
+                    files: packer.pack(&own),
+                };
+                if let Some(dictionary) = packer.dictionary() {
+                    tables.add_dictionary(&dictionary)?;
+                }
+                tables.add_episode(id, &record.manifest, &values)?;
+                pending_bytes += (values.record.len() + values.traces.len() + values.files.len()) as u64;
                 counts.episodes += 1;
             }
             tables.log(seq.value(), logged.value())?;
@@ -272,29 +416,28 @@ fn copy(
         progress(MigrateProgress { episodes_done: counts.episodes, episodes_total: total });
     }
 
-    // Format 1 wrote a blob only with the episode that named it, so every blob has been
-    // copied by now. Should an old store hold one anyway, it is copied too: a migration
-    // never drops a stored byte.
-    if counts.blobs != old_blobs.len().map_err(Error::redb)? {
+    // An old store should hold no blob that no episode names; should it hold one
+    // anyway, it is copied too: a migration never drops a stored byte.
+    {
         let mut tables = Appender::open(&txn)?;
-        for entry in old_blobs.iter().map_err(Error::redb)? {
-            let (hash, bytes) = entry.map_err(Error::redb)?;
-            if !tables.has_blob(&hash.value())? {
-                tables.add_blob(&hash.value(), bytes.value())?;
+        old.for_each_blob(|hash, bytes| {
+            if !named.contains(&hash) && !tables.has_blob(&hash)? {
+                tables.add_blob(&hash, bytes)?;
                 counts.blobs += 1;
             }
-        }
+            Ok(())
+        })?;
     }
-    if counts.episodes != total || old_traces.len().map_err(Error::redb)? != total {
+    if counts.episodes != total || traced != total {
         // An episode outside the ingest log (or a trace record without its episode)
         // cannot be placed in the new format; the old store needs `verify` first.
         return Err(Error::Corrupt(format!(
-            "the format-1 store holds {total} episodes (and {} trace records) but its ingest log names {}: run `epistore verify` with the build that wrote it",
-            old_traces.len().map_err(Error::redb)?,
+            "the old store holds {total} episodes (and {traced} trace records) but its ingest log names {}: run `epistore verify` with the build that wrote it",
             counts.episodes
         )));
     }
     txn.set_durability(Durability::Immediate).map_err(Error::redb)?;
+    txn.set_quick_repair(true);
     txn.commit().map_err(Error::redb)?;
     Ok(counts)
 }

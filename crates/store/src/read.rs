@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 use crate::codec;
 use crate::error::guarded;
 use crate::error::{Error, Result};
+use crate::pack::{Decoder, Dictionaries};
 use crate::tables::{
-    checksum, decode_record, split_trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, CHECKSUMS, EPISODE_DATA,
-    EPISODE_INDEX, INGEST_LOG, SUM_LOG, SUM_RECORD, SUM_TRACES, SUPERSEDED, TRACE_DATA,
+    checksum, shared_file, split_trace_value, EpisodeRecord, FileEntry, BLOB_DATA, BLOB_INDEX, CELLS, CHECKSUMS,
+    DICTIONARIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, SUM_DICTIONARY, SUM_FILES, SUM_LOG, SUM_RECORD,
+    SUM_TRACES, SUPERSEDED, TRACE_DATA,
 };
 
 /// One entry of the append-only ingest log: a committed write transaction.
@@ -41,19 +43,23 @@ type CellEntry<'g> = std::result::Result<
     redb::StorageError,
 >;
 
-/// Decodes bytes from [`Snapshot::traces_bytes`].
+/// Decodes trace bytes that name no dictionary (use [`Snapshot::decoder`] for bytes
+/// read from a store).
 pub fn decode_traces(bytes: &[u8]) -> Result<Episode> {
-    codec::decode_compressed(bytes)
+    Decoder::without_dictionaries().traces(bytes)
 }
 
-/// Decodes bytes from [`Snapshot::record_bytes`].
+/// Decodes record bytes that name no dictionary (use [`Snapshot::decoder`] for bytes
+/// read from a store).
 pub fn decode_record_bytes(bytes: &[u8]) -> Result<EpisodeRecord> {
-    decode_record(bytes)
+    Decoder::without_dictionaries().record(bytes)
 }
 
 /// A read transaction: everything seen through it is as of one commit.
 pub struct Snapshot {
     pub(crate) txn: ReadTransaction,
+    /// The store's dictionaries, read on first use.
+    decoder: std::sync::OnceLock<Decoder>,
 }
 
 /// The open checksum table (see [`Snapshot::check_sum`]).
@@ -82,7 +88,24 @@ pub(crate) use table;
 
 impl Snapshot {
     pub(crate) fn new(txn: ReadTransaction) -> Snapshot {
-        Snapshot { txn }
+        Snapshot { txn, decoder: std::sync::OnceLock::new() }
+    }
+
+    /// Decodes the values read under this snapshot (records, traces), with the store's
+    /// compression dictionaries; clone it into threads that decode in parallel.
+    pub fn decoder(&self) -> Result<Decoder> {
+        if let Some(decoder) = self.decoder.get() {
+            return Ok(decoder.clone());
+        }
+        let mut dictionaries = Dictionaries::default();
+        let sums = self.sums()?;
+        for entry in table!(self.txn, DICTIONARIES).iter().map_err(Error::redb)? {
+            let (number, raw) = entry.map_err(Error::redb)?;
+            let number = number.value();
+            sums.check(SUM_DICTIONARY, u64::from(number), raw.value(), || format!("compression dictionary {number}"))?;
+            dictionaries.insert(number, raw.value());
+        }
+        Ok(self.decoder.get_or_init(|| Decoder(std::sync::Arc::new(dictionaries))).clone())
     }
 
     /// Checks a stored value against its checksum. A value without one (a store
@@ -138,11 +161,12 @@ impl Snapshot {
     pub fn for_each_episode(&self, mut f: impl FnMut(EpisodeRecord) -> Result<bool>) -> Result<()> {
         guarded(|| {
             let sums = self.sums()?;
+            let decoder = self.decoder()?;
             for entry in table!(self.txn, EPISODE_DATA).iter().map_err(Error::redb)? {
                 let (number, value) = entry.map_err(Error::redb)?;
                 let number = number.value();
                 sums.check(SUM_RECORD, number, value.value(), || format!("episode record {number}"))?;
-                if !f(decode_record(value.value())?)? {
+                if !f(decoder.record(value.value())?)? {
                     break;
                 }
             }
@@ -154,12 +178,13 @@ impl Snapshot {
     pub fn for_each_traces(&self, mut f: impl FnMut(Hash, Episode) -> Result<bool>) -> Result<()> {
         guarded(|| {
             let sums = self.sums()?;
+            let decoder = self.decoder()?;
             for entry in table!(self.txn, TRACE_DATA).iter().map_err(Error::redb)? {
                 let (number, value) = entry.map_err(Error::redb)?;
                 let number = number.value();
                 sums.check(SUM_TRACES, number, value.value(), || format!("trace record {number}"))?;
                 let (id, compressed) = split_trace_value(value.value())?;
-                if !f(id, codec::decode_compressed(compressed)?)? {
+                if !f(id, decoder.traces(compressed)?)? {
                     break;
                 }
             }
@@ -264,7 +289,8 @@ impl Snapshot {
 
     pub fn episode(&self, id: &Hash) -> Result<Option<EpisodeRecord>> {
         guarded(|| {
-            let Some(record) = self.record_bytes(id)?.map(|bytes| decode_record(&bytes)).transpose()? else {
+            let decoder = self.decoder()?;
+            let Some(record) = self.record_bytes(id)?.map(|bytes| decoder.record(&bytes)).transpose()? else {
                 return Ok(None);
             };
             if record.id != *id {
@@ -280,11 +306,14 @@ impl Snapshot {
 
     /// The typed traces of an episode, with derived state.
     pub fn episode_traces(&self, id: &Hash) -> Result<Option<Episode>> {
-        guarded(|| self.traces_bytes(id)?.map(|bytes| codec::decode_compressed(&bytes)).transpose())
+        guarded(|| {
+            let decoder = self.decoder()?;
+            self.traces_bytes(id)?.map(|bytes| decoder.traces(&bytes)).transpose()
+        })
     }
 
     /// The stored (compressed) trace record of an episode, undecoded: read the bytes
-    /// under the snapshot, decode them anywhere (in parallel) with [`decode_traces`].
+    /// under the snapshot, decode them anywhere (in parallel) with [`Snapshot::decoder`].
     pub fn traces_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
         guarded(|| {
             let Some(number) = self.number(id)? else {
@@ -306,7 +335,7 @@ impl Snapshot {
         })
     }
 
-    /// The stored episode record bytes, undecoded (see [`decode_record_bytes`]).
+    /// The stored episode record bytes, undecoded (see [`Snapshot::decoder`]).
     pub fn record_bytes(&self, id: &Hash) -> Result<Option<Vec<u8>>> {
         guarded(|| {
             let Some(number) = self.number(id)? else {
@@ -379,14 +408,51 @@ impl Snapshot {
         })
     }
 
+    /// The plain concatenation of an episode's own files (those not shared), checked
+    /// against its checksum.
+    pub(crate) fn own_files(&self, number: u64) -> Result<Vec<u8>> {
+        let stored = table!(self.txn, FILE_DATA).get(number).map_err(Error::redb)?;
+        let Some(stored) = stored else {
+            return Err(Error::Corrupt(format!("episode number {number} has no file record")));
+        };
+        self.check_sum(SUM_FILES, number, stored.value(), || format!("the files of episode number {number}"))?;
+        self.decoder()?.plain(stored.value())
+    }
+
+    /// The bytes of every file of an episode, in listing order: its own files from its
+    /// file record, shared ones from the blob index. Each is checked against its hash:
+    /// damaged bytes never go out as the file.
+    pub fn files(&self, record: &EpisodeRecord) -> Result<Vec<Vec<u8>>> {
+        guarded(|| {
+            let number = self.number(&record.id)?.ok_or_else(|| Error::NoEpisode(hex(&record.id)))?;
+            let own = if record.files.iter().any(|f| !shared_file(&f.path, f.size)) {
+                self.own_files(number)?
+            } else {
+                Vec::new()
+            };
+            split_files(&record.files, &own, |f| self.blob(&f.hash))
+                .map_err(|e| e.for_episode(&record.id))
+        })
+    }
+
+    /// The bytes of one file of an episode (see [`Snapshot::files`]).
+    pub fn file(&self, record: &EpisodeRecord, file: &FileEntry) -> Result<Vec<u8>> {
+        self.package(record).file(file)
+    }
+
+    /// Reads files of one episode one at a time, decompressing its own files once
+    /// however many of them are read, and a shared file only when it is asked for.
+    pub fn package<'s>(&'s self, record: &'s EpisodeRecord) -> PackageFiles<'s> {
+        PackageFiles { snapshot: self, record, own: std::cell::OnceCell::new() }
+    }
+
     /// Writes an episode's package into `dir`, byte-identical to what was ingested.
     /// Refuses to overwrite existing files.
     pub fn export_package(&self, id: &Hash, dir: &std::path::Path) -> Result<EpisodeRecord> {
         guarded(|| {
             let record = self.episode(id)?.ok_or_else(|| Error::NoEpisode(hex(id)))?;
             let io = |path: &std::path::Path, e| Error::Io { path: path.to_path_buf(), source: e };
-            for file in &record.files {
-                let bytes = self.blob(&file.hash)?;
+            for (file, bytes) in record.files.iter().zip(self.files(&record)?) {
                 let target = dir.join(&file.path);
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
@@ -444,4 +510,66 @@ impl Snapshot {
             Ok(out)
         })
     }
+}
+
+/// The files of one episode, read on demand (see [`Snapshot::package`]).
+pub struct PackageFiles<'s> {
+    snapshot: &'s Snapshot,
+    record: &'s EpisodeRecord,
+    /// The episode's own files, in listing order, once read.
+    own: std::cell::OnceCell<Vec<(FileEntry, Vec<u8>)>>,
+}
+
+impl PackageFiles<'_> {
+    /// The bytes of `file`, checked against its hash.
+    pub fn file(&self, file: &FileEntry) -> Result<Vec<u8>> {
+        if shared_file(&file.path, file.size) {
+            return self.snapshot.blob(&file.hash);
+        }
+        if self.own.get().is_none() {
+            let number = self.snapshot.number(&self.record.id)?.ok_or_else(|| Error::NoEpisode(hex(&self.record.id)))?;
+            let plain = self.snapshot.own_files(number)?;
+            let listing: Vec<FileEntry> =
+                self.record.files.iter().filter(|f| !shared_file(&f.path, f.size)).cloned().collect();
+            let bytes = split_files(&listing, &plain, |_| unreachable!("only own files are listed"))
+                .map_err(|e| e.for_episode(&self.record.id))?;
+            let _ = self.own.set(listing.into_iter().zip(bytes).collect());
+        }
+        let own = self.own.get().expect("set above");
+        match own.iter().find(|(f, _)| f == file) {
+            Some((_, bytes)) => Ok(bytes.clone()),
+            None => Err(Error::Corrupt(format!("episode {} lists no file {}", hex(&self.record.id), file.path))),
+        }
+    }
+}
+
+/// Splits an episode's own-files value into its files and fetches the shared ones, in
+/// listing order, checking every file against its hash.
+pub(crate) fn split_files(
+    listing: &[FileEntry],
+    own: &[u8],
+    mut shared: impl FnMut(&FileEntry) -> Result<Vec<u8>>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(listing.len());
+    let mut at = 0usize;
+    for file in listing {
+        if shared_file(&file.path, file.size) {
+            out.push(shared(file)?);
+            continue;
+        }
+        let end = usize::try_from(file.size).ok().and_then(|n| at.checked_add(n)).filter(|end| *end <= own.len());
+        let Some(end) = end else {
+            return Err(Error::Corrupt(format!("the file record ends before file {}", file.path)));
+        };
+        let bytes = &own[at..end];
+        if *blake3::hash(bytes).as_bytes() != file.hash {
+            return Err(Error::Corrupt(format!("file {} does not hash to its listing (the file is damaged)", file.path)));
+        }
+        out.push(bytes.to_vec());
+        at = end;
+    }
+    if at != own.len() {
+        return Err(Error::Corrupt(format!("the file record holds {} bytes past its files", own.len() - at)));
+    }
+    Ok(out)
 }

@@ -9,9 +9,9 @@ use crate::codec;
 use crate::error::{Error, Result};
 
 /// Format of the store itself (not of packages). Bumped on any incompatible change.
-pub const STORE_FORMAT: &str = "epistore-store/2";
-/// The format [`crate::Store::migrate`] converts from.
-pub const PREVIOUS_FORMAT: &str = "epistore-store/1";
+pub const STORE_FORMAT: &str = "epistore-store/3";
+/// The formats [`crate::Store::migrate`] converts from, oldest first.
+pub const PREVIOUS_FORMATS: [&str; 2] = ["epistore-store/1", "epistore-store/2"];
 
 // Layout: every large value lives in an append-only `*_DATA` table under a sequence
 // number, so a new value is always written at the right edge of its B-tree and never
@@ -19,20 +19,33 @@ pub const PREVIOUS_FORMAT: &str = "epistore-store/1";
 // small `*_INDEX` tables (32-byte key, 8-byte value), which stay in redb's page cache.
 // Format 1 kept the values themselves under hash keys; every insert then rewrote a
 // random multi-kilobyte leaf, and ingest slowed down as the store grew.
+//
+// Format 3 keeps the files only one episode has (manifest, outcome, traces, reports,
+// small artifacts) in that episode's own `file_data` value, compressed together with
+// the store's dictionary: most files of a population are of this kind, and as blobs
+// each cost an index entry at a random key, a zstd frame of its own and B-tree space.
+// Only files that can be shared ([`shared_file`]) go through the blob index.
 
 /// `"format"` -> store format; room for more settings.
 pub(crate) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
-/// blake3(file bytes) -> blob number.
+/// blake3(file bytes) -> blob number, for the files [`shared_file`] names.
 pub(crate) const BLOB_INDEX: TableDefinition<[u8; 32], u64> = TableDefinition::new("blob_index");
 /// blob number -> codec-tagged file bytes (see `codec::encode_blob`).
 pub(crate) const BLOB_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("blob_data");
 /// episode id -> episode number (numbers follow ingest order).
 pub(crate) const EPISODE_INDEX: TableDefinition<[u8; 32], u64> = TableDefinition::new("episode_index");
-/// episode number -> bincode [`EpisodeRecord`]: what the `episodes` table shows.
+/// episode number -> packed bincode [`EpisodeRecord`]: what the `episodes` table shows.
+/// "Packed": a codec tag, then the bytes raw or zstd-compressed, with or without a
+/// dictionary (`codec::encode_with_dictionary`).
 pub(crate) const EPISODE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("episode_data");
-/// episode number -> episode id (32 bytes) ++ zstd(bincode [`epistore_package::Episode`]):
+/// episode number -> episode id (32 bytes) ++ packed bincode [`epistore_package::Episode`]:
 /// every typed record with its derived state, so queries never re-parse JSON.
 pub(crate) const TRACE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("trace_data");
+/// episode number -> packed concatenation of the episode's own files (those that are
+/// not [`shared_file`]s), in listing order; the record's sizes split it.
+pub(crate) const FILE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("file_data");
+/// dictionary number -> a zstd dictionary (see `pack`), never changed once written.
+pub(crate) const DICTIONARIES: TableDefinition<u32, &[u8]> = TableDefinition::new("dictionaries");
 /// (model, harness level, task, episode id) -> episode number: the cell index. A
 /// range scan over one (model, level, task) prefix reads one cell only.
 pub(crate) const CELLS: TableDefinition<(&str, &str, &str, [u8; 32]), u64> = TableDefinition::new("cells");
@@ -54,6 +67,31 @@ pub(crate) const CHECKSUMS: TableDefinition<(u8, u64), [u8; 16]> = TableDefiniti
 pub(crate) const SUM_RECORD: u8 = 0;
 pub(crate) const SUM_TRACES: u8 = 1;
 pub(crate) const SUM_LOG: u8 = 2;
+pub(crate) const SUM_FILES: u8 = 3;
+pub(crate) const SUM_DICTIONARY: u8 = 4;
+
+/// Files at least this large go through the blob index wherever they are: a large
+/// file is worth its index entry, and it keeps an episode's own value small.
+pub const SHARED_MIN_ANYWHERE: u64 = 256 << 10;
+/// Artifacts at least this large go through the blob index: repository snapshots, tool
+/// logs and task descriptions are what packages share.
+pub const SHARED_MIN_ARTIFACT: u64 = 1 << 10;
+
+/// Whether a file is stored once for every episode that has it (through the blob index)
+/// rather than inside its episode's own value. Part of the format: a reader finds a
+/// file's bytes by this rule.
+pub fn shared_file(path: &str, size: u64) -> bool {
+    size >= SHARED_MIN_ANYWHERE || (path.starts_with("artifacts/") && size >= SHARED_MIN_ARTIFACT)
+}
+
+/// A write transaction that saves redb's allocator state with its commit ("quick
+/// repair"), so that opening the file after a crash reads that state back instead of
+/// walking every page of the file (seconds to minutes on a large store).
+pub(crate) fn begin_write(db: &redb::Database) -> Result<redb::WriteTransaction> {
+    let mut txn = db.begin_write().map_err(Error::redb)?;
+    txn.set_quick_repair(true);
+    Ok(txn)
+}
 
 /// The checksum kept for a stored value.
 pub(crate) fn checksum(value: &[u8]) -> [u8; 16] {
@@ -96,7 +134,7 @@ impl EpisodeRecord {
 }
 
 pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
-    let txn = db.begin_write().map_err(Error::redb)?;
+    let txn = begin_write(db)?;
     {
         let mut meta = txn.open_table(META).map_err(Error::redb)?;
         let found = meta.get("format").map_err(Error::redb)?.map(|v| v.value().to_string());
@@ -118,7 +156,7 @@ pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
 /// the missing ones are those after the last number that has a checksum.
 fn fill_checksums(txn: &redb::WriteTransaction) -> Result<()> {
     let mut sums = txn.open_table(CHECKSUMS).map_err(Error::redb)?;
-    for (kind, def) in [(SUM_RECORD, EPISODE_DATA), (SUM_TRACES, TRACE_DATA), (SUM_LOG, INGEST_LOG)] {
+    for (kind, def) in [(SUM_RECORD, EPISODE_DATA), (SUM_TRACES, TRACE_DATA), (SUM_LOG, INGEST_LOG), (SUM_FILES, FILE_DATA)] {
         let last = match sums.range((kind, 0)..=(kind, u64::MAX)).map_err(Error::redb)?.next_back() {
             Some(entry) => Some(entry.map_err(Error::redb)?.0.value().1),
             None => None,
@@ -140,6 +178,8 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(EPISODE_INDEX).map_err(Error::redb)?;
     txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
     txn.open_table(TRACE_DATA).map_err(Error::redb)?;
+    txn.open_table(FILE_DATA).map_err(Error::redb)?;
+    txn.open_table(DICTIONARIES).map_err(Error::redb)?;
     txn.open_table(CELLS).map_err(Error::redb)?;
     txn.open_table(INGEST_LOG).map_err(Error::redb)?;
     txn.open_table(SUPERSEDED).map_err(Error::redb)?;
@@ -155,6 +195,8 @@ pub(crate) struct Appender<'t> {
     episode_index: redb::Table<'t, [u8; 32], u64>,
     episode_data: redb::Table<'t, u64, &'static [u8]>,
     trace_data: redb::Table<'t, u64, &'static [u8]>,
+    file_data: redb::Table<'t, u64, &'static [u8]>,
+    dictionaries: redb::Table<'t, u32, &'static [u8]>,
     cells: redb::Table<'t, (&'static str, &'static str, &'static str, [u8; 32]), u64>,
     superseded: redb::Table<'t, [u8; 32], [u8; 32]>,
     log: redb::Table<'t, u64, &'static [u8]>,
@@ -180,6 +222,8 @@ impl<'t> Appender<'t> {
             episode_index: txn.open_table(EPISODE_INDEX).map_err(Error::redb)?,
             episode_data,
             trace_data: txn.open_table(TRACE_DATA).map_err(Error::redb)?,
+            file_data: txn.open_table(FILE_DATA).map_err(Error::redb)?,
+            dictionaries: txn.open_table(DICTIONARIES).map_err(Error::redb)?,
             cells: txn.open_table(CELLS).map_err(Error::redb)?,
             superseded: txn.open_table(SUPERSEDED).map_err(Error::redb)?,
             log: txn.open_table(INGEST_LOG).map_err(Error::redb)?,
@@ -204,16 +248,30 @@ impl<'t> Appender<'t> {
         Ok(())
     }
 
-    /// Appends an absent episode: its record (bincode [`EpisodeRecord`]), its compressed
-    /// traces, its index and cell entries.
-    pub(crate) fn add_episode(&mut self, id: &Hash, manifest: &Manifest, record: &[u8], traces: &[u8]) -> Result<()> {
+    /// Stores a dictionary that a value about to be appended names, unless it is stored.
+    pub(crate) fn add_dictionary(&mut self, dictionary: &crate::pack::Dictionary) -> Result<()> {
+        if self.dictionaries.get(dictionary.number).map_err(Error::redb)?.is_none() {
+            self.dictionaries.insert(dictionary.number, dictionary.raw.as_slice()).map_err(Error::redb)?;
+            self.sums
+                .insert((SUM_DICTIONARY, u64::from(dictionary.number)), checksum(&dictionary.raw))
+                .map_err(Error::redb)?;
+        }
+        Ok(())
+    }
+
+    /// Appends an absent episode: its packed record (bincode [`EpisodeRecord`]), packed
+    /// traces and packed own files, its index and cell entries.
+    pub(crate) fn add_episode(&mut self, id: &Hash, manifest: &Manifest, values: &EpisodeValues) -> Result<()> {
         let n = self.next_episode;
         self.episode_index.insert(*id, n).map_err(Error::redb)?;
-        let traces = trace_value(id, traces);
+        let traces = trace_value(id, &values.traces);
+        let (record, files) = (values.record.as_slice(), values.files.as_slice());
         self.episode_data.insert(n, record).map_err(Error::redb)?;
         self.trace_data.insert(n, traces.as_slice()).map_err(Error::redb)?;
+        self.file_data.insert(n, files).map_err(Error::redb)?;
         self.sums.insert((SUM_RECORD, n), checksum(record)).map_err(Error::redb)?;
         self.sums.insert((SUM_TRACES, n), checksum(&traces)).map_err(Error::redb)?;
+        self.sums.insert((SUM_FILES, n), checksum(files)).map_err(Error::redb)?;
         let key = (manifest.model.as_str(), manifest.harness_level.as_str(), manifest.task.as_str(), *id);
         self.cells.insert(key, n).map_err(Error::redb)?;
         if let Some(old) = manifest.supersedes().as_deref().and_then(epistore_package::parse_hex) {
@@ -233,6 +291,13 @@ impl<'t> Appender<'t> {
         self.sums.insert((SUM_LOG, seq), checksum(batch)).map_err(Error::redb)?;
         Ok(())
     }
+}
+
+/// The three packed values of an episode, as [`Appender::add_episode`] stores them.
+pub(crate) struct EpisodeValues {
+    pub(crate) record: Vec<u8>,
+    pub(crate) traces: Vec<u8>,
+    pub(crate) files: Vec<u8>,
 }
 
 /// The value stored in [`TRACE_DATA`]: the id first, so a scan knows whose traces it
@@ -262,6 +327,18 @@ pub(crate) fn check_format(txn: &ReadTransaction) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn decode_record(bytes: &[u8]) -> Result<EpisodeRecord> {
+/// Decodes a format-1/2 record (plain bincode, as those formats stored it).
+pub(crate) fn decode_plain_record(bytes: &[u8]) -> Result<EpisodeRecord> {
     codec::decode(bytes)
+}
+
+/// The latest dictionary a store holds, and the number after the last.
+pub(crate) fn latest_dictionary(table: &impl ReadableTable<u32, &'static [u8]>) -> Result<(Option<crate::pack::Dictionary>, u32)> {
+    match table.last().map_err(Error::redb)? {
+        Some((number, raw)) => {
+            let number = number.value();
+            Ok((Some(crate::pack::Dictionary::new(number, raw.value().to_vec())), number + 1))
+        }
+        None => Ok((None, 0)),
+    }
 }

@@ -18,9 +18,12 @@ use crate::codec;
 use crate::error::{guarded, Error, Result};
 use crate::ingest::record_of;
 use crate::read::{table, IngestBatch, Snapshot, Sums};
+use crate::pack::{Decoder, Dictionaries};
+use crate::read::split_files;
 use crate::tables::{
-    checksum, decode_record, split_trace_value, trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS, CHECKSUMS,
-    EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, SUM_LOG, SUM_RECORD, SUM_TRACES, TRACE_DATA,
+    begin_write, checksum, shared_file, split_trace_value, trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS,
+    CHECKSUMS, DICTIONARIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, SUM_DICTIONARY, SUM_FILES, SUM_LOG,
+    SUM_RECORD, SUM_TRACES, TRACE_DATA,
 };
 use crate::Store;
 
@@ -51,6 +54,14 @@ pub struct RepairReport {
 
 /// Episodes derived again per parallel step: bounds the files held in memory.
 const REDERIVE_CHUNK: usize = 64;
+
+/// Why an episode could not be derived again.
+enum Unread {
+    /// Its files could not be read back intact.
+    Files(String),
+    /// Its files were read but no longer parse.
+    Parse(String),
+}
 
 /// An episode's derived values as this build computes them from its files.
 struct Rederived {
@@ -89,13 +100,31 @@ impl Snapshot {
     pub fn verify(&self) -> Result<VerifyReport> {
         guarded(|| {
             let mut report = VerifyReport::default();
+            let decoder = self.verify_dictionaries(&mut report)?;
             let blob_ids = self.verify_blobs(&mut report)?;
             let logged = self.verify_log(&mut report)?;
-            self.verify_episodes(&mut report, &blob_ids, &logged)?;
+            self.verify_episodes(&mut report, &decoder, &blob_ids, &logged)?;
             report.repairable.sort_unstable();
             report.repairable.dedup();
             Ok(report)
         })
+    }
+
+    /// Dictionaries: each against its checksum. Returns a decoder with the intact ones,
+    /// so a value naming a damaged one is reported with its episode.
+    fn verify_dictionaries(&self, report: &mut VerifyReport) -> Result<Decoder> {
+        let sums = self.sums()?;
+        let mut dictionaries = Dictionaries::default();
+        for entry in table!(self.txn, DICTIONARIES).iter().map_err(Error::redb)? {
+            let (number, raw) = entry.map_err(Error::redb)?;
+            let number = number.value();
+            let what = || format!("compression dictionary {number}");
+            match sum_problem(&sums, SUM_DICTIONARY, u64::from(number), raw.value(), what) {
+                Some(p) => report.problems.push(p),
+                None => dictionaries.insert(number, raw.value()),
+            }
+        }
+        Ok(Decoder(std::sync::Arc::new(dictionaries)))
     }
 
     /// Blobs: each in exactly one index entry, decodable, hashing to its key.
@@ -168,10 +197,25 @@ impl Snapshot {
     fn verify_episodes(
         &self,
         report: &mut VerifyReport,
+        decoder: &Decoder,
         blob_ids: &HashSet<Hash>,
         logged: &HashMap<Hash, u64>,
     ) -> Result<()> {
         let sums = self.sums()?;
+        // Own-file records whose checksum holds; their contents are checked (hashed
+        // file by file) when the episode is derived again.
+        let mut filed = BTreeSet::new();
+        for entry in table!(self.txn, FILE_DATA).iter().map_err(Error::redb)? {
+            let (number, value) = entry.map_err(Error::redb)?;
+            let number = number.value();
+            match sum_problem(&sums, SUM_FILES, number, value.value(), || format!("file record {number}")) {
+                Some(p) => report.problems.push(p),
+                None => {
+                    filed.insert(number);
+                }
+            }
+        }
+        let mut unclaimed_files: BTreeSet<u64> = filed.clone();
         let mut numbers = self.by_number(EPISODE_INDEX, "episodes", &mut report.problems)?;
         let indexed = table!(self.txn, EPISODE_INDEX).len().map_err(Error::redb)?;
         let mut traced = BTreeSet::new();
@@ -214,7 +258,7 @@ impl Snapshot {
             }
             let record_sum =
                 sum_problem(&sums, SUM_RECORD, number, value.value(), || format!("episode {name}: record"));
-            let record = match decode_record(value.value()) {
+            let record = match decoder.record(value.value()) {
                 Ok(r) => r,
                 Err(e) => {
                     report.problems.push(format!("episode {name}: {e}"));
@@ -230,11 +274,16 @@ impl Snapshot {
                 continue;
             }
             let mut files_intact = true;
+            unclaimed_files.remove(&number);
             for file in &record.files {
-                if !blob_ids.contains(&file.hash) {
+                if shared_file(&file.path, file.size) && !blob_ids.contains(&file.hash) {
                     report.problems.push(format!("episode {name}: file {} has no intact blob", file.path));
                     files_intact = false;
                 }
+            }
+            if !filed.contains(&number) {
+                report.problems.push(format!("episode {name}: no intact file record"));
+                files_intact = false;
             }
             if let Some(p) = record_sum {
                 report.problems.push(p);
@@ -259,21 +308,29 @@ impl Snapshot {
         for number in traced {
             report.problems.push(format!("trace record {number} belongs to no episode record"));
         }
+        for number in unclaimed_files {
+            report.problems.push(format!("file record {number} belongs to no episode record"));
+        }
 
         // Derive again, and put the cell entries this build derives in place of the
         // stored ones (a damaged manifest field must show as a wrong cell entry too).
         for chunk in to_rederive.chunks(REDERIVE_CHUNK) {
             for (number, stored, fresh) in self.rederive_chunk(chunk, logged)? {
                 let name = hex(&stored.id);
-                report.rederived += 1;
                 let fresh = match fresh {
                     Ok(fresh) => fresh,
-                    Err(problem) => {
+                    Err(Unread::Files(problem)) => {
+                        report.problems.push(format!("episode {name}: its files: {problem}"));
+                        continue;
+                    }
+                    Err(Unread::Parse(problem)) => {
+                        report.rederived += 1;
                         report.problems.push(format!("episode {name}: its files no longer parse: {problem}"));
                         continue;
                     }
                 };
-                let damaged = self.compare_stored(number, &stored, &fresh)?;
+                report.rederived += 1;
+                let damaged = self.compare_stored(decoder, number, &stored, &fresh)?;
                 let (m, fm) = (&stored.manifest, &fresh.record.manifest);
                 if (&m.model, &m.harness_level, &m.task) != (&fm.model, &fm.harness_level, &fm.task) {
                     cells_expected.remove(&(
@@ -331,26 +388,35 @@ impl Snapshot {
         &self,
         chunk: &[(u64, EpisodeRecord)],
         logged: &HashMap<Hash, u64>,
-    ) -> Result<Vec<(u64, EpisodeRecord, std::result::Result<Rederived, String>)>> {
+    ) -> Result<Vec<(u64, EpisodeRecord, std::result::Result<Rederived, Unread>)>> {
         let mut packages = Vec::with_capacity(chunk.len());
         for (number, stored) in chunk {
-            let mut files = BTreeMap::new();
-            for file in &stored.files {
-                files.insert(file.path.clone(), self.blob(&file.hash)?);
-            }
-            packages.push((*number, stored.clone(), RawPackage::new(stored.source.clone(), files)));
+            // Damaged files (an own-file record that no longer decompresses, or a file
+            // that no longer hashes to the listing) are that episode's problem.
+            let read = self.own_files(*number).and_then(|own| split_files(&stored.files, &own, |f| self.blob(&f.hash)));
+            let raw = read.map(|bytes| {
+                let files: BTreeMap<String, Vec<u8>> = stored.files.iter().map(|f| f.path.clone()).zip(bytes).collect();
+                RawPackage::new(stored.source.clone(), files)
+            });
+            packages.push((*number, stored.clone(), raw.map_err(|e| Unread::Files(e.to_string()))));
         }
         Ok(packages
             .into_par_iter()
             .map(|(number, stored, raw)| {
-                let fresh = rederive(&stored, &raw, logged);
+                let fresh = raw.and_then(|raw| rederive(&stored, &raw, logged).map_err(Unread::Parse));
                 (number, stored, fresh)
             })
             .collect())
     }
 
     /// What differs between the stored values of an episode and those derived again.
-    fn compare_stored(&self, number: u64, stored: &EpisodeRecord, fresh: &Rederived) -> Result<Vec<String>> {
+    fn compare_stored(
+        &self,
+        decoder: &Decoder,
+        number: u64,
+        stored: &EpisodeRecord,
+        fresh: &Rederived,
+    ) -> Result<Vec<String>> {
         let mut differ = Vec::new();
         let r = &fresh.record;
         let fields = [
@@ -368,7 +434,7 @@ impl Snapshot {
         }
         let traces = table!(self.txn, TRACE_DATA).get(number).map_err(Error::redb)?;
         match traces.as_ref().map(|v| split_trace_value(v.value())) {
-            Some(Ok((_, compressed))) => match codec::decode_blob(compressed) {
+            Some(Ok((_, compressed))) => match decoder.plain(compressed) {
                 Ok(plain) if plain == fresh.traces_plain => {}
                 Ok(_) => differ.push("the stored traces differ from what its files derive".to_string()),
                 Err(e) => differ.push(format!("the stored traces: {e}")),
@@ -418,10 +484,11 @@ impl Store {
             let mut fresh = Vec::new();
             for id in &found.repairable {
                 let Some(number) = snapshot.number(id)? else { continue };
+                let decoder = snapshot.decoder()?;
                 let stored = table!(snapshot.txn, EPISODE_DATA)
                     .get(number)
                     .map_err(Error::redb)?
-                    .map(|v| decode_record(v.value()))
+                    .map(|v| decoder.record(v.value()))
                     .transpose()?;
                 let Some(stored) = stored else { continue };
                 for (number, stored, derived) in snapshot.rederive_chunk(&[(number, stored)], &logged)? {
@@ -439,7 +506,7 @@ impl Store {
     }
 
     fn write_repairs(&self, db: &redb::Database, fresh: &[(u64, EpisodeRecord, Rederived)]) -> Result<()> {
-        let txn = db.begin_write().map_err(Error::redb)?;
+        let txn = begin_write(db)?;
         {
             let mut records = txn.open_table(EPISODE_DATA).map_err(Error::redb)?;
             let mut traces = txn.open_table(TRACE_DATA).map_err(Error::redb)?;
@@ -462,7 +529,8 @@ impl Store {
             }
             for (number, _, derived) in fresh {
                 let record = &derived.record;
-                let bytes = codec::encode(&record);
+                // Written packed without a dictionary: any packed value reads the same.
+                let bytes = codec::encode_blob(&codec::encode(&record));
                 records.insert(*number, bytes.as_slice()).map_err(Error::redb)?;
                 traces.insert(*number, derived.traces.as_slice()).map_err(Error::redb)?;
                 sums.insert((SUM_RECORD, *number), checksum(&bytes)).map_err(Error::redb)?;

@@ -5,19 +5,56 @@
 use epistore_package::{read_source, Source};
 use redb::{ReadableTable, TableDefinition};
 
-use crate::tables::{BLOB_DATA, CELLS, CHECKSUMS, EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, TRACE_DATA};
+use crate::tables::{
+    BLOB_DATA, CELLS, CHECKSUMS, DICTIONARIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, TRACE_DATA,
+};
 use crate::{IngestOptions, Store};
 
-fn dataset_store() -> (tempfile::TempDir, Store) {
+fn dataset_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/login-validation")
+}
+
+fn store_of(sources: &[Source], options: &IngestOptions) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_or_create(dir.path().join("store")).unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/login-validation");
-    let sources: Vec<Source> = ["H0", "H1", "H2", "H3"].iter().map(|l| Source::Dir(root.join(l))).collect();
-    let options = IngestOptions::default();
     let report =
-        store.ingest_from(&sources, |s, _| read_source(s, &options.limits), &options, |_| {}, |_, _| Ok(())).unwrap();
-    assert_eq!(report.added(), 4);
+        store.ingest_from(sources, |s, _| read_source(s, &options.limits), options, |_| {}, |_, _| Ok(())).unwrap();
+    assert_eq!(report.added(), sources.len());
     (dir, store)
+}
+
+fn dataset_store() -> (tempfile::TempDir, Store) {
+    let sources: Vec<Source> = ["H0", "H1", "H2", "H3"].iter().map(|l| Source::Dir(dataset_root().join(l))).collect();
+    store_of(&sources, &IngestOptions::default())
+}
+
+/// The dataset's H0 and H1 with the same 4 KiB artifact each: one shared blob.
+fn store_with_shared_file() -> (tempfile::TempDir, tempfile::TempDir, Store) {
+    let packages = tempfile::tempdir().unwrap();
+    let mut sources = Vec::new();
+    for level in ["H0", "H1"] {
+        let to = packages.path().join(level);
+        copy_dir(&dataset_root().join(level), &to);
+        std::fs::create_dir_all(to.join("artifacts")).unwrap();
+        std::fs::write(to.join("artifacts/build.log"), "compiling login-app\n".repeat(200)).unwrap();
+        sources.push(Source::Dir(to));
+    }
+    let (dir, store) = store_of(&sources, &IngestOptions::default());
+    assert_eq!(store.snapshot().unwrap().blob_count().unwrap(), 1);
+    (packages, dir, store)
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 /// Runs `damage` in one committed write transaction.
@@ -46,7 +83,7 @@ fn an_intact_store_verifies_clean() {
 
 #[test]
 fn a_blob_whose_bytes_changed_is_found() {
-    let (_dir, store) = dataset_store();
+    let (_packages, _dir, store) = store_with_shared_file();
     damage(&store, |txn| {
         let number = first_number(txn, BLOB_DATA);
         let mut blobs = txn.open_table(BLOB_DATA).unwrap();
@@ -118,11 +155,16 @@ fn a_gap_in_the_ingest_log_is_found() {
     assert!(found.iter().any(|p| p.contains("ingest batch 3 where 2 was due")), "{found:?}");
 }
 
-/// The first episode's number and record, with its label's byte offset in the value.
+/// The first episode's number and plain (unpacked) record, with its label's byte offset.
 fn first_label(txn: &redb::WriteTransaction) -> (u64, Vec<u8>, usize, String) {
     let number = first_number(txn, EPISODE_DATA);
-    let value = txn.open_table(EPISODE_DATA).unwrap().get(number).unwrap().unwrap().value().to_vec();
-    let label = crate::tables::decode_record(&value).unwrap().outcome.label.expect("the dataset labels its episodes");
+    let packed = txn.open_table(EPISODE_DATA).unwrap().get(number).unwrap().unwrap().value().to_vec();
+    let value = crate::Decoder::without_dictionaries().plain(&packed).unwrap();
+    let label = crate::codec::decode::<crate::EpisodeRecord>(&value)
+        .unwrap()
+        .outcome
+        .label
+        .expect("the dataset labels its episodes");
     let at = value.windows(label.len()).position(|w| w == label.as_bytes()).expect("the label is in the record");
     (number, value, at, label)
 }
@@ -135,7 +177,8 @@ fn a_flipped_byte_in_a_record_is_refused_by_reads_found_by_verify_and_repaired()
         let (number, mut value, at, label) = first_label(txn);
         original = label;
         value[at + 2] ^= 0x08; // "failed" -> "fanled": still valid UTF-8, still decodes
-        txn.open_table(EPISODE_DATA).unwrap().insert(number, value.as_slice()).unwrap();
+        let packed = crate::codec::encode_blob(&value);
+        txn.open_table(EPISODE_DATA).unwrap().insert(number, packed.as_slice()).unwrap();
     });
     let snapshot = store.snapshot().unwrap();
     let err = snapshot.episodes().unwrap_err();
@@ -164,9 +207,9 @@ fn a_record_rewritten_with_a_matching_checksum_is_still_found_by_derivation() {
     let (_dir, store) = dataset_store();
     damage(&store, |txn| {
         let (number, value, _, _) = first_label(txn);
-        let mut record = crate::tables::decode_record(&value).unwrap();
+        let mut record = crate::codec::decode::<crate::EpisodeRecord>(&value).unwrap();
         record.outcome.label = Some("not-a-label".into());
-        let bytes = crate::codec::encode(&record);
+        let bytes = crate::codec::encode_blob(&crate::codec::encode(&record));
         txn.open_table(EPISODE_DATA).unwrap().insert(number, bytes.as_slice()).unwrap();
         let sum = crate::tables::checksum(&bytes);
         txn.open_table(CHECKSUMS).unwrap().insert((crate::tables::SUM_RECORD, number), sum).unwrap();
@@ -184,10 +227,10 @@ fn a_damaged_manifest_field_moves_the_cell_and_repair_moves_it_back() {
     let cells_before = store.snapshot().unwrap().cells().unwrap();
     damage(&store, |txn| {
         let (number, value, _, _) = first_label(txn);
-        let mut record = crate::tables::decode_record(&value).unwrap();
+        let mut record = crate::codec::decode::<crate::EpisodeRecord>(&value).unwrap();
         let old = (record.manifest.model.clone(), record.manifest.harness_level.clone(), record.manifest.task.clone());
         record.manifest.model = "fake-model".into();
-        let bytes = crate::codec::encode(&record);
+        let bytes = crate::codec::encode_blob(&crate::codec::encode(&record));
         txn.open_table(EPISODE_DATA).unwrap().insert(number, bytes.as_slice()).unwrap();
         let mut cells = txn.open_table(CELLS).unwrap();
         cells.remove((old.0.as_str(), old.1.as_str(), old.2.as_str(), record.id)).unwrap();
@@ -220,8 +263,110 @@ fn a_store_without_checksums_gets_them_on_its_next_writable_open() {
     let store = Store::open_or_create(dir.path()).unwrap();
     let txn = redb::ReadableDatabase::begin_read(store.writer().unwrap()).unwrap();
     let sums = txn.open_table(CHECKSUMS).unwrap();
-    // 4 records, 4 trace records, 1 ingest batch.
-    assert_eq!(redb::ReadableTableMetadata::len(&sums).unwrap(), 9);
+    // 4 records, 4 trace records, 4 file records, 1 ingest batch.
+    assert_eq!(redb::ReadableTableMetadata::len(&sums).unwrap(), 13);
     drop((sums, txn));
     assert_eq!(problems(&store), Vec::<String>::new());
+}
+
+#[test]
+fn a_flipped_byte_in_a_file_record_is_refused_by_reads_and_found_by_verify() {
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let number = first_number(txn, FILE_DATA);
+        let mut files = txn.open_table(FILE_DATA).unwrap();
+        let mut value = files.get(number).unwrap().unwrap().value().to_vec();
+        let last = value.len() - 1;
+        value[last] ^= 0x01;
+        files.insert(number, value.as_slice()).unwrap();
+    });
+    let snapshot = store.snapshot().unwrap();
+    let first = snapshot.episodes().unwrap().into_iter().next().unwrap();
+    let err = snapshot.files(&first).unwrap_err();
+    assert!(err.to_string().contains("do not match their checksum"), "{err}");
+    let report = snapshot.verify().unwrap();
+    assert!(report.problems.iter().any(|p| p.contains("file record") && p.contains("checksum")), "{:?}", report.problems);
+    assert!(report.problems.iter().any(|p| p.contains("no intact file record")), "{:?}", report.problems);
+    // Ingested bytes are not derived: nothing can repair them.
+    assert!(!report.repairable.contains(&first.id), "{:?}", report.repairable);
+}
+
+#[test]
+fn a_file_record_rewritten_with_a_matching_checksum_is_found_by_the_file_hashes() {
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let number = first_number(txn, FILE_DATA);
+        let mut files = txn.open_table(FILE_DATA).unwrap();
+        let mut plain = crate::Decoder::without_dictionaries().plain(files.get(number).unwrap().unwrap().value()).unwrap();
+        plain[0] ^= 0x20; // `{` of manifest.json becomes `[`
+        let value = crate::codec::encode_blob(&plain);
+        files.insert(number, value.as_slice()).unwrap();
+        let sum = crate::tables::checksum(&value);
+        txn.open_table(CHECKSUMS).unwrap().insert((crate::tables::SUM_FILES, number), sum).unwrap();
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("does not hash to its listing")), "{found:?}");
+}
+
+#[test]
+fn a_missing_file_record_is_found() {
+    let (_dir, store) = dataset_store();
+    damage(&store, |txn| {
+        let number = first_number(txn, FILE_DATA);
+        txn.open_table(FILE_DATA).unwrap().remove(number).unwrap();
+    });
+    let found = problems(&store);
+    assert!(found.iter().any(|p| p.contains("no intact file record")), "{found:?}");
+}
+
+/// The dataset, with a dictionary trained after the first few values.
+fn store_with_dictionary() -> (tempfile::TempDir, Store) {
+    let sources: Vec<Source> = ["H0", "H1", "H2", "H3"].iter().map(|l| Source::Dir(dataset_root().join(l))).collect();
+    let options = IngestOptions { dictionary_samples: 8, chunk_sources: 1, ..IngestOptions::default() };
+    let (dir, store) = store_of(&sources, &options);
+    (dir, store)
+}
+
+#[test]
+fn values_packed_with_a_trained_dictionary_read_back_and_verify() {
+    let (_dir, store) = store_with_dictionary();
+    let snapshot = store.snapshot().unwrap();
+    let txn = &snapshot.txn;
+    let dictionaries = redb::ReadableTableMetadata::len(&txn.open_table(DICTIONARIES).unwrap()).unwrap();
+    assert_eq!(dictionaries, 1, "eight samples train a dictionary");
+    // Some values name it (tag 2), and every package still reads back as ingested.
+    let tags = |def: TableDefinition<u64, &[u8]>, at: usize| -> Vec<u8> {
+        txn.open_table(def).unwrap().iter().unwrap().map(|e| e.unwrap().1.value()[at]).collect()
+    };
+    let mut all = tags(EPISODE_DATA, 0);
+    all.extend(tags(TRACE_DATA, 32));
+    all.extend(tags(FILE_DATA, 0));
+    assert!(all.contains(&2), "no value uses the dictionary: tags {all:?}");
+    for record in snapshot.episodes().unwrap() {
+        let level = &record.manifest.harness_level;
+        for (file, bytes) in record.files.iter().zip(snapshot.files(&record).unwrap()) {
+            let original = std::fs::read(dataset_root().join(level).join(&file.path)).unwrap();
+            assert!(bytes == original, "{level}/{} differs", file.path);
+        }
+        snapshot.episode_traces(&record.id).unwrap().unwrap();
+    }
+    assert_eq!(snapshot.verify().unwrap().problems, Vec::<String>::new());
+}
+
+#[test]
+fn a_damaged_dictionary_is_found_and_reads_that_need_it_refuse() {
+    let (_dir, store) = store_with_dictionary();
+    damage(&store, |txn| {
+        let mut table = txn.open_table(DICTIONARIES).unwrap();
+        let mut raw = table.get(0).unwrap().unwrap().value().to_vec();
+        let middle = raw.len() / 2;
+        raw[middle] ^= 0xff;
+        table.insert(0, raw.as_slice()).unwrap();
+    });
+    let snapshot = store.snapshot().unwrap();
+    let err = snapshot.episodes().unwrap_err();
+    assert!(err.to_string().contains("compression dictionary 0"), "{err}");
+    let found = snapshot.verify().unwrap().problems;
+    assert!(found.iter().any(|p| p.contains("compression dictionary 0") && p.contains("checksum")), "{found:?}");
+    assert!(found.iter().any(|p| p.contains("which the store does not hold")), "{found:?}");
 }

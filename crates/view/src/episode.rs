@@ -215,8 +215,9 @@ struct Files {
 /// size (and its text or a link, by `policy`).
 fn files(snapshot: &Snapshot, r: &EpisodeRecord, links: &Links, policy: FilePolicy) -> Result<Files> {
     let id = hex(&r.id);
+    let package = snapshot.package(r);
     let text_of = |f: &FileEntry| -> Result<(Value, bool)> {
-        let bytes = snapshot.blob(&f.hash)?;
+        let bytes = package.file(f)?;
         Ok(inline_text(&bytes, policy.inline_limit))
     };
     let mut out = Files { patch: Value::Null, reports: vec![], artifacts: vec![] };
