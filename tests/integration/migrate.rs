@@ -1,22 +1,42 @@
-//! Stores written by an older build: refused with a way forward, and migrated into the
-//! current format without losing or changing anything (tests/fixtures/store-v1).
+//! Stores written by older builds: refused with a way forward, and migrated into the
+//! current format without losing or changing anything (tests/fixtures/store-v1 and
+//! store-v2, written by the last builds of formats 1 and 2).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::util::{dataset, repo_root, text, TestStore};
 
-fn fixture() -> PathBuf {
-    repo_root().join("tests/fixtures/store-v1")
+/// A kept store of an older format.
+#[derive(Clone, Copy)]
+struct Fixture {
+    format: u32,
+    /// (episodes, ingest batches) it holds.
+    holds: (u64, u64),
 }
 
-/// A store holding a copy of the format-1 fixture file.
-fn format1_store() -> TestStore {
-    let store = TestStore::new();
-    std::fs::create_dir_all(store.path()).unwrap();
-    std::fs::copy(fixture().join("epistore.redb"), store.path().join("epistore.redb")).unwrap();
-    store
+const FORMAT1: Fixture = Fixture { format: 1, holds: (4, 2) };
+const FORMAT2: Fixture = Fixture { format: 2, holds: (9, 3) };
+
+impl Fixture {
+    fn dir(self) -> PathBuf {
+        repo_root().join(format!("tests/fixtures/store-v{}", self.format))
+    }
+    fn name(self) -> String {
+        format!("epistore-store/{}", self.format)
+    }
+    fn kept(self) -> String {
+        format!("epistore.redb.format{}", self.format)
+    }
+    /// A store holding a copy of the fixture file.
+    fn store(self) -> TestStore {
+        let store = TestStore::new();
+        std::fs::create_dir_all(store.path()).unwrap();
+        std::fs::copy(self.dir().join("epistore.redb"), store.path().join("epistore.redb")).unwrap();
+        store
+    }
 }
 
 /// Every table and view of `expected` (`tables.txt`: `## name`, then the CSV lines
@@ -74,7 +94,8 @@ fn table_names(store: &TestStore) -> Vec<String> {
         .collect()
 }
 
-/// Tables and views added after the format-1 fixture was written.
+/// Tables and views added after the format-1 fixture was written (the format-2 one has
+/// them all).
 const NEW_TABLES: &[&str] = &["all_episodes"];
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -84,21 +105,56 @@ fn files_in(dir: &Path) -> Vec<String> {
     names
 }
 
-/// `verify` of the store, asserting it is intact and counts what the format-1 build
-/// printed for the fixture (`verify.txt`; today's `verify` says more, so the figures
-/// are compared, not the text).
-fn assert_verify_as_format1(store: &TestStore) {
+/// `verify` of the store, asserting it is intact and counts the episodes, cell entries
+/// and batches the old build printed for the fixture (`verify.txt`). Blobs are not
+/// compared: format 3 keeps an episode's own files in its file record, not as blobs.
+fn assert_verify_as_old(store: &TestStore, fixture: Fixture) {
     let (ok, report) = store.verify();
     assert!(ok, "{report}");
-    let then = std::fs::read_to_string(fixture().join("verify.txt")).unwrap();
-    let figures: Vec<u64> =
-        then.split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).map(|w| w.parse().unwrap()).collect();
-    let now: Vec<u64> = ["episodes", "blobs", "blob_bytes", "cells", "batches"]
+    let then = std::fs::read_to_string(fixture.dir().join("verify.txt")).unwrap();
+    let figure = |word: &str| -> u64 {
+        let at = then.find(word).unwrap_or_else(|| panic!("no {word} in {then}"));
+        let digits: String = then[..at].trim_end().chars().rev().take_while(char::is_ascii_digit).collect();
+        digits.chars().rev().collect::<String>().parse().unwrap()
+    };
+    let expected = [figure(" episodes"), figure(" cell index entries"), figure(" ingest batches")];
+    let now: Vec<u64> = ["episodes", "cells", "batches"]
         .iter()
         .map(|k| report[*k].as_u64().unwrap_or_else(|| panic!("no {k} in {report}")))
         .collect();
-    assert_eq!(now, figures, "format-1 verify said: {then}");
+    assert_eq!(now, expected, "the old build's verify said: {then}");
     assert_eq!(report["rederived"], report["episodes"], "{report}");
+}
+
+/// Every file of every episode, exported from `store`, as (episode, path) -> blake3.
+fn exported_files(store: &TestStore) -> BTreeMap<(String, String), String> {
+    let mut out = BTreeMap::new();
+    for row in store.sql("SELECT episode_id FROM episodes") {
+        let id = row["episode_id"].as_str().unwrap().to_string();
+        let dir = store.dir.path().join(format!("export-{id}"));
+        let done = store.run(&["export-package", &id, dir.to_str().unwrap()]);
+        assert!(done.status.success(), "{}", text(&done.stderr));
+        for path in walk(&dir) {
+            let name = path.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
+            let bytes = std::fs::read(&path).unwrap();
+            out.insert((id.clone(), name), blake3::hash(&bytes).to_hex().to_string());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
 
 fn migrate(store: &TestStore) -> Value {
@@ -111,48 +167,59 @@ fn migrate(store: &TestStore) -> Value {
 // crashed write) lets redb update its own header and allocator pages, so the tests
 // compare what is stored, not the file's bytes.
 
-#[test]
-fn a_format1_store_is_refused_with_the_way_forward() {
-    let store = format1_store();
+fn refused_with_the_way_forward(fixture: Fixture) {
+    let store = fixture.store();
     for args in [&["ls"][..], &["sql", "SELECT 1"], &["verify"], &["ingest", dataset().to_str().unwrap()]] {
         let out = store.run(args);
-        assert!(!out.status.success(), "{args:?} succeeded on a format-1 store");
+        assert!(!out.status.success(), "{args:?} succeeded on a format-{} store", fixture.format);
         let err = text(&out.stderr);
-        assert!(err.contains("epistore-store/1") && err.contains("migrate"), "{args:?}: {err}");
+        assert!(err.contains(&fixture.name()) && err.contains("migrate"), "{args:?}: {err}");
     }
     // The refused ingest stored nothing: the store migrates to exactly the fixture.
-    assert_eq!(migrate(&store)["episodes"], 4);
-    assert_verify_as_format1(&store);
+    assert_eq!(migrate(&store)["episodes"], fixture.holds.0);
+    assert_verify_as_old(&store, fixture);
 }
 
 #[test]
-fn migrating_a_format1_store_keeps_every_answer_and_the_old_store() {
-    let store = format1_store();
-    let report = migrate(&store);
-    assert_eq!(report["from"], "epistore-store/1");
-    assert_eq!(report["to"], "epistore-store/2");
-    assert_eq!((report["episodes"].as_u64(), report["batches"].as_u64()), (Some(4), Some(2)), "{report}");
-    assert_eq!(files_in(&store.path()), ["epistore.redb", "epistore.redb.format1"]);
+fn a_format1_store_is_refused_with_the_way_forward() {
+    refused_with_the_way_forward(FORMAT1);
+}
 
-    // Intact, and every table and view answers what the format-1 build answered.
-    assert_verify_as_format1(&store);
-    let expected = std::fs::read_to_string(fixture().join("tables.txt")).unwrap();
-    assert!(
-        tables_as_in(&store, &expected) == expected,
-        "the migrated store answers differently from tests/fixtures/store-v1/tables.txt"
-    );
+#[test]
+fn a_format2_store_is_refused_with_the_way_forward() {
+    refused_with_the_way_forward(FORMAT2);
+}
+
+fn migration_keeps_every_answer_and_the_old_store(fixture: Fixture) {
+    let store = fixture.store();
+    // The packages as the old build stores them, read back through this build's
+    // reader of the old format: the migration's own copy.
+    let report = migrate(&store);
+    assert_eq!(report["from"], fixture.name());
+    assert_eq!(report["to"], "epistore-store/3");
+    assert_eq!((report["episodes"].as_u64(), report["batches"].as_u64()), (Some(fixture.holds.0), Some(fixture.holds.1)), "{report}");
+    assert_eq!(files_in(&store.path()), ["epistore.redb".to_string(), fixture.kept()]);
+
+    // Intact, and every table and view answers what the old build answered.
+    assert_verify_as_old(&store, fixture);
+    let expected = std::fs::read_to_string(fixture.dir().join("tables.txt")).unwrap();
+    let answered = tables_as_in(&store, &expected);
+    if answered != expected {
+        let first = answered.lines().zip(expected.lines()).find(|(a, e)| a != e);
+        panic!("the migrated store answers differently from {}/tables.txt: {first:?}", fixture.dir().display());
+    }
     let fixture_tables: Vec<&str> = expected.lines().filter_map(|l| l.strip_prefix("## ")).collect();
     for name in table_names(&store) {
-        // Tables added since the fixture was written (e.g. all_episodes) are new.
         if !fixture_tables.contains(&name.as_str()) && !NEW_TABLES.contains(&name.as_str()) {
-            panic!("table {name} is in neither tests/fixtures/store-v1/tables.txt nor NEW_TABLES");
+            panic!("table {name} is in neither {}/tables.txt nor NEW_TABLES", fixture.dir().display());
         }
     }
     let info = store.sql("SELECT value FROM epistore_info WHERE key = 'store_format'");
-    assert_eq!(info[0]["value"], "epistore-store/2");
+    assert_eq!(info[0]["value"], "epistore-store/3");
 
-    // The packages come back byte for byte.
-    let h3 = store.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3'");
+    // The packages come back byte for byte: the bundled ones against their files, and
+    // every package of the migrated store against a migration of the kept old file.
+    let h3 = store.sql("SELECT episode_id FROM episodes WHERE harness_level = 'H3' AND task = 'login-validation'");
     let id = h3[0]["episode_id"].as_str().unwrap();
     let out_dir = store.dir.path().join("h3");
     let out = store.run(&["export-package", id, out_dir.to_str().unwrap()]);
@@ -161,13 +228,16 @@ fn migrating_a_format1_store_keeps_every_answer_and_the_old_store() {
         let original = std::fs::read(dataset().join("H3").join(name)).unwrap();
         assert!(std::fs::read(out_dir.join(name)).unwrap() == original, "{name} differs");
     }
+    let files = exported_files(&store);
+    assert!(files.len() as u64 > fixture.holds.0 * 3, "{files:?}");
 
-    // The kept file is still the whole format-1 store: it migrates to the same.
+    // The kept file is still the whole old store: it migrates to the same.
     let old = TestStore::new();
     std::fs::create_dir_all(old.path()).unwrap();
-    std::fs::copy(store.path().join("epistore.redb.format1"), old.path().join("epistore.redb")).unwrap();
-    assert_eq!(migrate(&old)["episodes"], 4);
-    assert_verify_as_format1(&old);
+    std::fs::copy(store.path().join(fixture.kept()), old.path().join("epistore.redb")).unwrap();
+    assert_eq!(migrate(&old)["episodes"], fixture.holds.0);
+    assert_verify_as_old(&old, fixture);
+    assert!(exported_files(&old) == files, "a second migration of the kept file exports other bytes");
 
     // The migrated store works as any other: the same packages add nothing, a second
     // migration has nothing to do.
@@ -176,27 +246,38 @@ fn migrating_a_format1_store_keeps_every_answer_and_the_old_store() {
     assert_eq!((summary["added"].as_u64(), summary["already_present"].as_u64()), (Some(0), Some(4)));
     let again = migrate(&store);
     assert_eq!(again["migrated"], false, "{again}");
-    assert_eq!((again["episodes"].as_u64(), again["batches"].as_u64()), (Some(4), Some(2)), "{again}");
+    assert_eq!((again["episodes"].as_u64(), again["batches"].as_u64()), (Some(fixture.holds.0), Some(fixture.holds.1)), "{again}");
+}
+
+#[test]
+fn migrating_a_format1_store_keeps_every_answer_and_the_old_store() {
+    migration_keeps_every_answer_and_the_old_store(FORMAT1);
+}
+
+#[test]
+fn migrating_a_format2_store_keeps_every_answer_and_the_old_store() {
+    migration_keeps_every_answer_and_the_old_store(FORMAT2);
 }
 
 #[test]
 fn a_migration_in_the_way_of_an_older_one_is_refused_and_a_crashed_one_starts_over() {
-    // A format-1 file from an earlier migration is in the way: refuse before writing.
-    let store = format1_store();
-    let in_the_way = store.path().join("epistore.redb.format1");
+    let fixture = FORMAT2;
+    // An old file from an earlier migration is in the way: refuse before writing.
+    let store = fixture.store();
+    let in_the_way = store.path().join(fixture.kept());
     std::fs::write(&in_the_way, b"an older copy").unwrap();
     let out = store.run(&["migrate"]);
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("epistore.redb.format1"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&fixture.kept()), "{}", text(&out.stderr));
     assert_eq!(std::fs::read(&in_the_way).unwrap(), b"an older copy");
-    assert_eq!(files_in(&store.path()), ["epistore.redb", "epistore.redb.format1"]);
+    assert_eq!(files_in(&store.path()), ["epistore.redb".to_string(), fixture.kept()]);
 
     // A migration that died after giving the old file its second name, before the
     // rename: that name is the store itself, so the next migration drops it and runs.
     std::fs::remove_file(&in_the_way).unwrap();
     std::fs::hard_link(store.path().join("epistore.redb"), &in_the_way).unwrap();
     std::fs::write(store.path().join("epistore.redb.migrating"), b"half a copy").unwrap();
-    assert_eq!(migrate(&store)["from"], "epistore-store/1");
-    assert_eq!(files_in(&store.path()), ["epistore.redb", "epistore.redb.format1"]);
-    assert_verify_as_format1(&store);
+    assert_eq!(migrate(&store)["from"], fixture.name());
+    assert_eq!(files_in(&store.path()), ["epistore.redb".to_string(), fixture.kept()]);
+    assert_verify_as_old(&store, fixture);
 }

@@ -252,6 +252,7 @@ impl Snapshot {
                 continue;
             };
             ids.insert(key);
+            unclaimed_files.remove(&number);
             let name = hex(&key);
             if !traced.remove(&number) {
                 report.problems.push(format!("episode {name}: no trace record"));
@@ -261,6 +262,7 @@ impl Snapshot {
             let record = match decoder.record(value.value()) {
                 Ok(r) => r,
                 Err(e) => {
+                    report.problems.extend(record_sum);
                     report.problems.push(format!("episode {name}: {e}"));
                     continue;
                 }
@@ -274,7 +276,6 @@ impl Snapshot {
                 continue;
             }
             let mut files_intact = true;
-            unclaimed_files.remove(&number);
             for file in &record.files {
                 if shared_file(&file.path, file.size) && !blob_ids.contains(&file.hash) {
                     report.problems.push(format!("episode {name}: file {} has no intact blob", file.path));
@@ -488,8 +489,9 @@ impl Store {
                 let stored = table!(snapshot.txn, EPISODE_DATA)
                     .get(number)
                     .map_err(Error::redb)?
-                    .map(|v| decoder.record(v.value()))
-                    .transpose()?;
+                    .and_then(|v| decoder.record(v.value()).ok());
+                // A record that no longer decodes lost its file listing, which is
+                // ingested, not derived: nothing to derive it again from.
                 let Some(stored) = stored else { continue };
                 for (number, stored, derived) in snapshot.rederive_chunk(&[(number, stored)], &logged)? {
                     if let Ok(derived) = derived {
