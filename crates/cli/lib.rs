@@ -534,6 +534,14 @@ where
             None => commands::synth_ingest(&args.config(), &cli.store, args.format, args.quiet),
         },
     };
+    if epistore_store::full_repairs() > 0 {
+        // Stores this build writes reopen after a crash from the allocator state saved
+        // with each commit; a walk means the last commit came from an older build.
+        eprintln!(
+            "note: the store was left mid-write by a crash, and recovering it walked the whole file \
+             (its last commit was written without quick repair, by an older build)"
+        );
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

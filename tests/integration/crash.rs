@@ -24,8 +24,12 @@ impl Points {
 }
 
 /// Opens the store as a reader would after a crash and verifies it in full; returns
-/// its episode count.
+/// its episode count. A reader process recovers it first, from the allocator state the
+/// last commit saved: never by walking the whole file.
 fn verified_count(store: &TestStore, after: &str) -> u64 {
+    let out = store.run(&["ls", "--format", "csv"]);
+    assert!(out.status.success(), "no read after {after}: {}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("walked the whole file"), "after {after}: {}", text(&out.stderr));
     let opened = Store::open_read_only(store.path()).unwrap_or_else(|e| panic!("no open after {after}: {e}"));
     let snapshot = opened.snapshot().unwrap();
     let report = snapshot.verify().unwrap();

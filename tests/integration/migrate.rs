@@ -197,7 +197,11 @@ fn migration_keeps_every_answer_and_the_old_store(fixture: Fixture) {
     let report = migrate(&store);
     assert_eq!(report["from"], fixture.name());
     assert_eq!(report["to"], "epistore-store/3");
-    assert_eq!((report["episodes"].as_u64(), report["batches"].as_u64()), (Some(fixture.holds.0), Some(fixture.holds.1)), "{report}");
+    assert_eq!(
+        (report["episodes"].as_u64(), report["batches"].as_u64()),
+        (Some(fixture.holds.0), Some(fixture.holds.1)),
+        "{report}"
+    );
     assert_eq!(files_in(&store.path()), ["epistore.redb".to_string(), fixture.kept()]);
 
     // Intact, and every table and view answers what the old build answered.
@@ -246,7 +250,11 @@ fn migration_keeps_every_answer_and_the_old_store(fixture: Fixture) {
     assert_eq!((summary["added"].as_u64(), summary["already_present"].as_u64()), (Some(0), Some(4)));
     let again = migrate(&store);
     assert_eq!(again["migrated"], false, "{again}");
-    assert_eq!((again["episodes"].as_u64(), again["batches"].as_u64()), (Some(fixture.holds.0), Some(fixture.holds.1)), "{again}");
+    assert_eq!(
+        (again["episodes"].as_u64(), again["batches"].as_u64()),
+        (Some(fixture.holds.0), Some(fixture.holds.1)),
+        "{again}"
+    );
 }
 
 #[test]

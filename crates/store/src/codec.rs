@@ -159,10 +159,7 @@ pub(crate) fn encode_with_dictionary(
 
 /// A reader of the plain bytes of a packed value (any tag), bounded by zstd's largest
 /// expansion, and that bound.
-fn plain_reader<'v>(
-    stored: &'v [u8],
-    dictionaries: &'v Dictionaries,
-) -> Result<(Box<dyn std::io::Read + 'v>, usize)> {
+fn plain_reader<'v>(stored: &'v [u8], dictionaries: &'v Dictionaries) -> Result<(Box<dyn std::io::Read + 'v>, usize)> {
     let undecodable = |e: std::io::Error| Error::Corrupt(format!("value does not decompress: {e}"));
     let cap = |rest: &[u8]| rest.len().saturating_mul(ZSTD_MAX_RATIO).saturating_add(128 << 10);
     match stored.split_first() {
@@ -193,7 +190,10 @@ pub(crate) fn unpack(stored: &[u8], dictionaries: &Dictionaries) -> Result<Vec<u
         .read_to_end(&mut out)
         .map_err(|e| Error::Corrupt(format!("value does not decompress: {e}")))?;
     if out.len() > cap {
-        return Err(Error::Corrupt(format!("a value of {} bytes decompresses past zstd's largest expansion", stored.len())));
+        return Err(Error::Corrupt(format!(
+            "a value of {} bytes decompresses past zstd's largest expansion",
+            stored.len()
+        )));
     }
     Ok(out)
 }

@@ -19,8 +19,8 @@ use redb::ReadableDatabase;
 
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::read::IngestBatch;
 use crate::pack::Packer;
+use crate::read::IngestBatch;
 use crate::tables::{
     begin_write, latest_dictionary, shared_file, Appender, EpisodeRecord, EpisodeValues, FileEntry, DICTIONARIES,
     EPISODE_INDEX,

@@ -38,8 +38,8 @@ pub use ingest::{
     DEFAULT_DICTIONARY_SAMPLES, DEFAULT_MEMORY_BUDGET,
 };
 pub use migrate::{kept_file_name, MigrateProgress, MigrateReport};
-pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, PackageFiles, Snapshot};
 pub use pack::Decoder;
+pub use read::{decode_record_bytes, decode_traces, Cell, IngestBatch, PackageFiles, Snapshot};
 pub use tables::{
     shared_file, EpisodeRecord, FileEntry, PREVIOUS_FORMATS, SHARED_MIN_ANYWHERE, SHARED_MIN_ARTIFACT, STORE_FORMAT,
 };

@@ -254,10 +254,12 @@ impl OldStore {
     fn record(&self, id: &Hash) -> Result<Vec<u8>> {
         let found = match self {
             OldStore::Format1 { episodes, .. } => episodes.get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()),
-            OldStore::Format2 { episode_index, episode_data, .. } => match episode_index.get(*id).map_err(Error::redb)? {
-                Some(n) => episode_data.get(n.value()).map_err(Error::redb)?.map(|v| v.value().to_vec()),
-                None => None,
-            },
+            OldStore::Format2 { episode_index, episode_data, .. } => {
+                match episode_index.get(*id).map_err(Error::redb)? {
+                    Some(n) => episode_data.get(n.value()).map_err(Error::redb)?.map(|v| v.value().to_vec()),
+                    None => None,
+                }
+            }
         };
         found.ok_or_else(|| OldStore::missing("record", id))
     }

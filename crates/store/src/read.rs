@@ -430,8 +430,7 @@ impl Snapshot {
             } else {
                 Vec::new()
             };
-            split_files(&record.files, &own, |f| self.blob(&f.hash))
-                .map_err(|e| e.for_episode(&record.id))
+            split_files(&record.files, &own, |f| self.blob(&f.hash)).map_err(|e| e.for_episode(&record.id))
         })
     }
 
@@ -527,7 +526,8 @@ impl PackageFiles<'_> {
             return self.snapshot.blob(&file.hash);
         }
         if self.own.get().is_none() {
-            let number = self.snapshot.number(&self.record.id)?.ok_or_else(|| Error::NoEpisode(hex(&self.record.id)))?;
+            let number =
+                self.snapshot.number(&self.record.id)?.ok_or_else(|| Error::NoEpisode(hex(&self.record.id)))?;
             let plain = self.snapshot.own_files(number)?;
             let listing: Vec<FileEntry> =
                 self.record.files.iter().filter(|f| !shared_file(&f.path, f.size)).cloned().collect();
@@ -563,7 +563,10 @@ pub(crate) fn split_files(
         };
         let bytes = &own[at..end];
         if *blake3::hash(bytes).as_bytes() != file.hash {
-            return Err(Error::Corrupt(format!("file {} does not hash to its listing (the file is damaged)", file.path)));
+            return Err(Error::Corrupt(format!(
+                "file {} does not hash to its listing (the file is damaged)",
+                file.path
+            )));
         }
         out.push(bytes.to_vec());
         at = end;

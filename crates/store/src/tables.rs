@@ -156,7 +156,9 @@ pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
 /// the missing ones are those after the last number that has a checksum.
 fn fill_checksums(txn: &redb::WriteTransaction) -> Result<()> {
     let mut sums = txn.open_table(CHECKSUMS).map_err(Error::redb)?;
-    for (kind, def) in [(SUM_RECORD, EPISODE_DATA), (SUM_TRACES, TRACE_DATA), (SUM_LOG, INGEST_LOG), (SUM_FILES, FILE_DATA)] {
+    for (kind, def) in
+        [(SUM_RECORD, EPISODE_DATA), (SUM_TRACES, TRACE_DATA), (SUM_LOG, INGEST_LOG), (SUM_FILES, FILE_DATA)]
+    {
         let last = match sums.range((kind, 0)..=(kind, u64::MAX)).map_err(Error::redb)?.next_back() {
             Some(entry) => Some(entry.map_err(Error::redb)?.0.value().1),
             None => None,
@@ -333,7 +335,9 @@ pub(crate) fn decode_plain_record(bytes: &[u8]) -> Result<EpisodeRecord> {
 }
 
 /// The latest dictionary a store holds, and the number after the last.
-pub(crate) fn latest_dictionary(table: &impl ReadableTable<u32, &'static [u8]>) -> Result<(Option<crate::pack::Dictionary>, u32)> {
+pub(crate) fn latest_dictionary(
+    table: &impl ReadableTable<u32, &'static [u8]>,
+) -> Result<(Option<crate::pack::Dictionary>, u32)> {
     match table.last().map_err(Error::redb)? {
         Some((number, raw)) => {
             let number = number.value();

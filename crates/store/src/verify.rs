@@ -17,9 +17,9 @@ use redb::{ReadableTable, ReadableTableMetadata};
 use crate::codec;
 use crate::error::{guarded, Error, Result};
 use crate::ingest::record_of;
-use crate::read::{table, IngestBatch, Snapshot, Sums};
 use crate::pack::{Decoder, Dictionaries};
 use crate::read::split_files;
+use crate::read::{table, IngestBatch, Snapshot, Sums};
 use crate::tables::{
     begin_write, checksum, shared_file, split_trace_value, trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS,
     CHECKSUMS, DICTIONARIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, SUM_DICTIONARY, SUM_FILES, SUM_LOG,

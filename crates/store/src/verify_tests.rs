@@ -285,7 +285,11 @@ fn a_flipped_byte_in_a_file_record_is_refused_by_reads_and_found_by_verify() {
     let err = snapshot.files(&first).unwrap_err();
     assert!(err.to_string().contains("do not match their checksum"), "{err}");
     let report = snapshot.verify().unwrap();
-    assert!(report.problems.iter().any(|p| p.contains("file record") && p.contains("checksum")), "{:?}", report.problems);
+    assert!(
+        report.problems.iter().any(|p| p.contains("file record") && p.contains("checksum")),
+        "{:?}",
+        report.problems
+    );
     assert!(report.problems.iter().any(|p| p.contains("no intact file record")), "{:?}", report.problems);
     // Ingested bytes are not derived: nothing can repair them.
     assert!(!report.repairable.contains(&first.id), "{:?}", report.repairable);
@@ -297,7 +301,8 @@ fn a_file_record_rewritten_with_a_matching_checksum_is_found_by_the_file_hashes(
     damage(&store, |txn| {
         let number = first_number(txn, FILE_DATA);
         let mut files = txn.open_table(FILE_DATA).unwrap();
-        let mut plain = crate::Decoder::without_dictionaries().plain(files.get(number).unwrap().unwrap().value()).unwrap();
+        let mut plain =
+            crate::Decoder::without_dictionaries().plain(files.get(number).unwrap().unwrap().value()).unwrap();
         plain[0] ^= 0x20; // `{` of manifest.json becomes `[`
         let value = crate::codec::encode_blob(&plain);
         files.insert(number, value.as_slice()).unwrap();
