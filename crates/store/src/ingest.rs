@@ -139,6 +139,13 @@ struct Prepared {
     bytes: u64,
 }
 
+/// What every commit of one ingest shares: the log label and the packer.
+#[derive(Clone, Copy)]
+struct Writing<'a> {
+    label: &'a str,
+    packer: &'a Packer,
+}
+
 /// One package read from a unit: its files, or why it could not be read.
 pub type PackageRead = std::result::Result<RawPackage, epistore_package::Error>;
 
@@ -304,7 +311,8 @@ impl Store {
             let mut seen_this_run: HashSet<Hash> = HashSet::new();
             for (n_sources, items) in rx {
                 crate::error::guarded(|| {
-                    self.commit_chunk(db, items, options, &packer, &mut seen_this_run, &mut report, &mut on_commit)
+                    let writing = Writing { label: &options.label, packer };
+                    self.commit_chunk(db, items, &writing, &mut seen_this_run, &mut report, &mut on_commit)
                 })?;
                 done.sources_done += n_sources;
                 done.packages_done = report.packages.len();
@@ -330,8 +338,7 @@ impl Store {
         &self,
         db: &redb::Database,
         items: Vec<Item>,
-        options: &IngestOptions,
-        packer: &Packer,
+        writing: &Writing<'_>,
         seen_this_run: &mut HashSet<Hash>,
         report: &mut IngestReport,
         on_commit: &mut dyn FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,
@@ -367,7 +374,7 @@ impl Store {
         // failed commit leaves a report of exactly what is in the store.
         let mut blobs_added = 0;
         if !to_write.is_empty() {
-            let (seq, committed) = self.write_batch(db, to_write, &options.label, packer, &mut blobs_added)?;
+            let (seq, committed) = self.write_batch(db, to_write, writing, &mut blobs_added)?;
             report.batches.push(seq);
             report.blobs_added += blobs_added;
             report.packages.extend(results);
@@ -386,8 +393,7 @@ impl Store {
         &self,
         db: &redb::Database,
         mut packages: Vec<Prepared>,
-        label: &str,
-        packer: &Packer,
+        writing: &Writing<'_>,
         blobs_added: &mut u64,
     ) -> Result<(u64, Vec<(EpisodeRecord, Episode)>)> {
         let txn = begin_write(db)?;
@@ -395,6 +401,7 @@ impl Store {
         {
             let mut tables = Appender::open(&txn)?;
             seq = tables.next_seq()?;
+            let Writing { label, packer } = *writing;
             // Every value of the batch was packed with the packer's dictionary or none,
             // and it stays the same from the moment it exists, so storing it now
             // stores it before (in the same commit as) any value that names it.

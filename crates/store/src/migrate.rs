@@ -209,7 +209,9 @@ struct Counts {
     batches: u64,
 }
 
-/// The values of a format-1 or format-2 store, as the copy needs them.
+/// The values of a format-1 or format-2 store, as the copy needs them. (One per
+/// migration: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 enum OldStore {
     Format1 {
         blobs: ReadOnlyTable<[u8; 32], &'static [u8]>,
