@@ -6,7 +6,10 @@ Builds (or reuses) a store of --episodes synthetic episodes (`synth --ingest`,
 --kill-after seconds (mid-transaction), drops the page cache (needs root; skipped with
 a note otherwise) and times the first command of a new process: `ls` (a reader),
 `sql "select count(*) from episodes"`, and an ingest of nothing new. Each is timed on
-its own kill. Peak RSS comes from wait4.
+its own kill. Peak RSS comes from wait4. For comparison it also times `sql` cold on the
+same store without a kill. `sql` after a kill also builds the columnar segments of the
+batches the killed ingest had committed (with `--kill-after 0.3` it usually committed
+none); `ls` and `ingest` do no such work, so they time the recovery itself.
 
 Usage: python3 benches/crash_reopen.py --epistore target/release/epistore --episodes 100000
 """
@@ -63,6 +66,11 @@ def main():
         print(json.dumps({"command": name, "episodes_before": a.episodes, "seconds": round(seconds, 3),
                           "peak_rss_mb": round(rss), "exit": code, "cold_cache": cold,
                           "walked_whole_file": "walked the whole file" in err}), flush=True)
+    subprocess.run(commands["sql"], check=True, stdout=subprocess.DEVNULL)  # segments current
+    cold = drop_caches()
+    seconds, rss, code, _ = timed(commands["sql"])
+    print(json.dumps({"command": "sql, no kill", "seconds": round(seconds, 3), "peak_rss_mb": round(rss),
+                      "exit": code, "cold_cache": cold}), flush=True)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,9 @@ pub const PER_EPISODE: &[&str] = &[
     "localisation_facts",
 ];
 
+/// Every episode's held verdict at every revision (not a view: see the file's comment).
+pub const REVISION_HELD: &str = include_str!("../../../queries/revision_held.sql");
+
 /// The SQL of a shipped view.
 pub fn sql_of(name: &str) -> Option<&'static str> {
     VIEWS.iter().find(|(n, _)| *n == name).map(|(_, sql)| *sql)
@@ -65,13 +68,13 @@ pub fn sql_of(name: &str) -> Option<&'static str> {
 
 /// Held verdicts per (episode, revision t), grouped by `keys` instead of the cell, over
 /// the episodes matching `filter` (a condition on `episode_facts` columns): the CTEs of
-/// queries/revision_correctness.sql, so the view, its intervals and the leaderboard's
-/// curves share one definition. A state is held up to the *group's* last evaluated
+/// queries/revision_held.sql, whose numbers the `revision_correctness` view gives (a
+/// test holds them equal), so intervals and the leaderboard's curves resample them. A state is held up to the *group's* last evaluated
 /// revision (docs/metrics.md §D), so the rows depend on the grouping. Columns: the cell
 /// keys, `cluster`, `episode_id`, `revision`, `kept` (1), `correct_now`, `correct_ever`,
 /// `correct_lost`, and `reaches` (1 when the episode itself was evaluated at t or later).
 pub fn revision_rows(keys: &[&str], filter: Option<&str>) -> String {
-    let sql = sql_of("revision_correctness").expect("shipped");
+    let sql = REVISION_HELD;
     let mut out = String::new();
     for line in sql.lines() {
         let code = line.trim_end();

@@ -375,3 +375,37 @@ fn a_damaged_dictionary_is_found_and_reads_that_need_it_refuse() {
     assert!(found.iter().any(|p| p.contains("compression dictionary 0") && p.contains("checksum")), "{found:?}");
     assert!(found.iter().any(|p| p.contains("which the store does not hold")), "{found:?}");
 }
+
+/// A copy of the file taken while its writer has it open is what a crash leaves: the
+/// file marked as needing recovery. Opening it must read the allocator state the last
+/// commit saved, never walk the file; a commit made without quick repair (as older
+/// builds made them) is what makes redb walk it, and the counter sees that walk.
+#[test]
+fn a_store_left_by_a_crash_reopens_without_walking_the_file() {
+    let (_dir, store) = dataset_store();
+    let crashed = || {
+        let copy = tempfile::tempdir().unwrap();
+        std::fs::copy(store.dir().join(crate::DB_FILE), copy.path().join(crate::DB_FILE)).unwrap();
+        copy
+    };
+    let before = crate::full_repairs();
+    let copy = crashed();
+    let raw = crate::builder().open_read_only(copy.path().join(crate::DB_FILE));
+    assert!(matches!(raw, Err(redb::DatabaseError::RepairAborted)), "the copy is not marked as needing recovery");
+    let reader = Store::open_read_only(copy.path()).unwrap();
+    assert_eq!(reader.snapshot().unwrap().episode_count().unwrap(), 4);
+    drop(reader);
+    let copy = crashed();
+    let writer = Store::open_or_create(copy.path()).unwrap();
+    assert_eq!(writer.snapshot().unwrap().ingest_seq().unwrap(), 1);
+    drop(writer);
+    assert_eq!(crate::full_repairs(), before, "a crashed store written by this build was recovered by a walk");
+
+    // The control: the last commit without quick repair.
+    let txn = store.writer().unwrap().begin_write().unwrap();
+    txn.commit().unwrap();
+    let copy = crashed();
+    let reader = Store::open_read_only(copy.path()).unwrap();
+    assert_eq!(reader.snapshot().unwrap().episode_count().unwrap(), 4);
+    assert!(crate::full_repairs() > before, "redb walked the file without the counter seeing it");
+}
