@@ -7,41 +7,26 @@
 --
 -- The numbers are those of queries/revision_held.sql (which builds every episode's held
 -- state at every revision, and which intervals and leaderboards resample; a test holds
--- the two equal), computed from where held states change instead: an episode enters
--- `n` at its first evaluated revision, its verdict changes `y` by the difference from
--- its previous verdict, and `ever` turns 1 at its first pass. Summed per (cell,
--- revision) and accumulated over revisions, that costs one pass over the verdicts and
--- (cells x revisions^2) for the accumulation, where the held rows cost episodes x
--- revisions. Sums of 0/1 values are exact in doubles, so s / n is bit for bit the avg.
--- No window reads another window's output (Ballista computes that out of order,
--- docs/scale-out.md): the one window, lag(), reads oracle_verdicts.
+-- the two equal), computed from where held states change instead (`revision_changes`,
+-- per episode, stored ahead in every columnar segment): summed per (cell, revision) and
+-- accumulated over revisions, that costs one pass over the changes and (cells x
+-- revisions^2) for the accumulation, where the held rows cost episodes x revisions.
+-- Sums of 0/1 values are exact in doubles, so s / n is bit for bit the avg.
 WITH
-changes AS (
-    SELECT model, harness_level, task, revision, 0 AS d_n,
-           y - coalesce(lag(y) OVER (PARTITION BY episode_id ORDER BY revision), 0) AS d_y, 0 AS d_ever
-    FROM oracle_verdicts
-    UNION ALL
-    SELECT model, harness_level, task, min(revision) AS revision, 1 AS d_n, 0 AS d_y, 0 AS d_ever
-    FROM oracle_verdicts
-    GROUP BY model, harness_level, task, episode_id
-    UNION ALL
-    SELECT model, harness_level, task, min(revision) AS revision, 0 AS d_n, 0 AS d_y, 1 AS d_ever
-    FROM oracle_verdicts
-    WHERE y = 1
-    GROUP BY model, harness_level, task, episode_id
-),
 deltas AS (
     SELECT model, harness_level, task, revision, sum(d_n) AS d_n, sum(d_y) AS d_y, sum(d_ever) AS d_ever
-    FROM changes
+    FROM revision_changes
     GROUP BY model, harness_level, task, revision
 ),
+-- Every evaluated revision has a row in revision_changes (d_y may be 0), so the
+-- changes know each cell's last evaluated revision.
 cell_revisions AS (
     SELECT model, harness_level, task, max(revision) AS cell_last
-    FROM oracle_verdicts
+    FROM deltas
     GROUP BY model, harness_level, task
 ),
 revision_numbers AS (
-    SELECT unnest(range(0, (SELECT max(revision) + 1 FROM oracle_verdicts))) AS t
+    SELECT unnest(range(0, (SELECT max(revision) + 1 FROM deltas))) AS t
 ),
 held AS (
     SELECT c.model, c.harness_level, c.task, r.t,

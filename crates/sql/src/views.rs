@@ -33,6 +33,7 @@ pub const VIEWS: &[(&str, &str)] = &[
     ("cell_metrics", include_str!("../../../queries/cell_metrics.sql")),
     ("label_shares", include_str!("../../../queries/label_shares.sql")),
     ("posture_shares", include_str!("../../../queries/posture_shares.sql")),
+    ("revision_changes", include_str!("../../../queries/revision_changes.sql")),
     ("revision_correctness", include_str!("../../../queries/revision_correctness.sql")),
     ("revision_pairs", include_str!("../../../queries/revision_pairs.sql")),
     ("revision_transitions", include_str!("../../../queries/revision_transitions.sql")),
@@ -52,6 +53,7 @@ pub const VIEWS: &[(&str, &str)] = &[
 pub const PER_EPISODE: &[&str] = &[
     "episode_facts",
     "oracle_verdicts",
+    "revision_changes",
     "verifier_judgements",
     "revision_pairs",
     "verifier_pair_judgements",
