@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result};
 use epistore_import::{plan, read_unit, Context, Format, Options, Part, Prior, Refusal, Run, Unit};
 use epistore_package::{hex, Hash};
-use epistore_store::{EpisodeRecord, FileEntry, IngestOptions, PackageOutcome, Snapshot, Store};
+use epistore_store::{FileEntry, IngestOptions, PackageOutcome, Snapshot, Store};
 use serde_json::{json, Value};
 
 use crate::commands::{print_rows, progress_bar};
@@ -139,7 +139,7 @@ impl Summary {
 /// (format, episode label), the source file they were read from (for "grown").
 struct StoredImports {
     keys: HashMap<String, (Hash, bool)>,
-    by_label: HashMap<(String, String), Vec<(EpisodeRecord, FileEntry)>>,
+    by_label: HashMap<(String, String), Vec<(Hash, FileEntry)>>,
     snapshot: Mutex<Snapshot>,
 }
 
@@ -147,7 +147,7 @@ impl StoredImports {
     fn read(store: &Store) -> Result<StoredImports> {
         let snapshot = store.snapshot()?;
         let mut keys = HashMap::new();
-        let mut by_label: HashMap<(String, String), Vec<(EpisodeRecord, FileEntry)>> = HashMap::new();
+        let mut by_label: HashMap<(String, String), Vec<(Hash, FileEntry)>> = HashMap::new();
         snapshot.for_each_episode(|record| {
             let Some(provenance) = record.manifest.provenance() else {
                 return Ok(true);
@@ -173,7 +173,7 @@ impl StoredImports {
                         by_label
                             .entry((format.clone(), record.manifest.episode.clone()))
                             .or_default()
-                            .push((record.clone(), stored.clone()));
+                            .push((record.id, stored.clone()));
                     }
                 }
             }
@@ -206,12 +206,15 @@ impl Prior for StoredImports {
         let candidates = self.by_label.get(&(format.name().to_string(), episode.to_string()))?;
         let new = std::fs::read(file).ok()?;
         let snapshot = self.snapshot.lock().ok()?;
-        for (record, file) in candidates {
-            let Ok(old) = snapshot.file(record, file) else {
+        for (id, file) in candidates {
+            let Ok(Some(record)) = snapshot.episode(id) else {
+                continue;
+            };
+            let Ok(old) = snapshot.file(&record, file) else {
                 continue;
             };
             if old.len() < new.len() && new.starts_with(&old) {
-                return Some(hex(&record.id));
+                return Some(hex(id));
             }
         }
         None

@@ -91,29 +91,9 @@ pub(crate) fn encode_blob(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The bytes of a blob (tag 0 or 1: blobs are never packed with a dictionary).
 pub(crate) fn decode_blob(stored: &[u8]) -> Result<Vec<u8>> {
-    match stored.split_first() {
-        Some((&RAW, rest)) => Ok(rest.to_vec()),
-        Some((&ZSTD, rest)) => {
-            let cap = rest.len().saturating_mul(ZSTD_MAX_RATIO).saturating_add(128 << 10);
-            let decoder = zstd::stream::read::Decoder::new(rest)
-                .map_err(|e| Error::Corrupt(format!("blob does not decompress: {e}")))?;
-            let mut out = Vec::new();
-            decoder
-                .take(cap as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| Error::Corrupt(format!("blob does not decompress: {e}")))?;
-            if out.len() > cap {
-                return Err(Error::Corrupt(format!(
-                    "blob of {} bytes decompresses past zstd's largest expansion",
-                    rest.len()
-                )));
-            }
-            Ok(out)
-        }
-        Some((tag, _)) => Err(Error::Corrupt(format!("unknown blob tag {tag}"))),
-        None => Err(Error::Corrupt("empty blob entry".into())),
-    }
+    unpack(stored, &Dictionaries::default())
 }
 
 /// Tag, dictionary number and a zstd frame compressed with that dictionary; raw when

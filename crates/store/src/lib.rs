@@ -93,10 +93,15 @@ pub fn full_repairs() -> u64 {
 /// taken): it is retried for a while, as the other's recovery takes milliseconds.
 fn open_read_only_recovering(file: &Path) -> std::result::Result<ReadOnlyDatabase, redb::DatabaseError> {
     let mut waited = std::time::Duration::ZERO;
+    let mut recovered = 0;
     loop {
         match builder().open_read_only(file) {
-            Err(redb::DatabaseError::RepairAborted) => match builder().open(file) {
-                Ok(db) => drop(db),
+            // A recovery that did not leave the file clean is not tried forever.
+            Err(redb::DatabaseError::RepairAborted) if recovered < 3 => match builder().open(file) {
+                Ok(db) => {
+                    drop(db);
+                    recovered += 1;
+                }
                 Err(redb::DatabaseError::DatabaseAlreadyOpen) if waited < std::time::Duration::from_secs(5) => {
                     let pause = std::time::Duration::from_millis(20);
                     std::thread::sleep(pause);
