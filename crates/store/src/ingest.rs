@@ -162,7 +162,7 @@ fn prepare(raw: RawPackage, packer: &Packer) -> Item {
     let record = record_of(&raw, &episode);
     let traces = packer.pack(&codec::encode(&episode));
     let (shared, own): (Vec<_>, Vec<_>) = raw.files.iter().partition(|f| shared_file(&f.path, f.bytes.len() as u64));
-    let files = packer.pack(&own.iter().flat_map(|f| f.bytes.iter().copied()).collect::<Vec<u8>>());
+    let files = packer.pack(&own.iter().map(|f| f.bytes.as_slice()).collect::<Vec<_>>().concat());
     let bytes = raw.total_bytes();
     let blobs = shared.iter().map(|f| (f.hash, codec::encode_blob(&f.bytes))).collect();
     Item::Ready(Box::new(Prepared { name: raw.name, id: raw.id, episode, blobs, record, traces, files, bytes }))

@@ -424,14 +424,18 @@ impl Snapshot {
     /// damaged bytes never go out as the file.
     pub fn files(&self, record: &EpisodeRecord) -> Result<Vec<Vec<u8>>> {
         guarded(|| {
-            let number = self.number(&record.id)?.ok_or_else(|| Error::NoEpisode(hex(&record.id)))?;
-            let own = if record.files.iter().any(|f| !shared_file(&f.path, f.size)) {
-                self.own_files(number)?
-            } else {
-                Vec::new()
-            };
+            let own = self.own_files_of(record)?;
             split_files(&record.files, &own, |f| self.blob(&f.hash)).map_err(|e| e.for_episode(&record.id))
         })
+    }
+
+    /// [`Snapshot::own_files`] of a record's episode (nothing read when it has none).
+    fn own_files_of(&self, record: &EpisodeRecord) -> Result<Vec<u8>> {
+        if record.files.iter().all(|f| shared_file(&f.path, f.size)) {
+            return Ok(Vec::new());
+        }
+        let number = self.number(&record.id)?.ok_or_else(|| Error::NoEpisode(hex(&record.id)))?;
+        self.own_files(number)
     }
 
     /// The bytes of one file of an episode (see [`Snapshot::files`]).
@@ -526,9 +530,7 @@ impl PackageFiles<'_> {
             return self.snapshot.blob(&file.hash);
         }
         if self.own.get().is_none() {
-            let number =
-                self.snapshot.number(&self.record.id)?.ok_or_else(|| Error::NoEpisode(hex(&self.record.id)))?;
-            let plain = self.snapshot.own_files(number)?;
+            let plain = self.snapshot.own_files_of(self.record)?;
             let listing: Vec<FileEntry> =
                 self.record.files.iter().filter(|f| !shared_file(&f.path, f.size)).cloned().collect();
             let bytes = split_files(&listing, &plain, |_| unreachable!("only own files are listed"))
