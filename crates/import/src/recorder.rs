@@ -10,10 +10,16 @@
 //! directory, the provenance block and the copy of every source file under
 //! `artifacts/source/`; and the secrets in what the package holds ([`crate::secrets`]),
 //! counted for the caller and, with `--redact`, replaced.
+//!
+//! The run's content (docs/format.md §9) is decided here too: each agent tool call's
+//! output becomes `artifacts/tool-output/<seq>.txt`, its call and result become
+//! `messages` records around its `tools` record, an edit's diff goes on its action
+//! (and into a derived `patch.diff` when the log has no patch of its own), and the task
+//! prompt and final message default to the first person's and the agent's last words.
 
 use std::collections::BTreeMap;
 
-use epistore_package::{BuiltPackage, Layout, PackageBuilder, Posture, Problem, TraceKind, FORMAT_V1_1, TRACE_FILES};
+use epistore_package::{BuiltPackage, Layout, PackageBuilder, Posture, Problem, TraceKind, FORMAT_V1_2, TRACE_FILES};
 use serde_json::{json, Map, Value};
 
 use crate::secrets::{self, Finding};
@@ -62,8 +68,20 @@ pub struct Call {
     /// `permission_denied`, `timeout`, `nonzero_exit`, `not_found`, `parse_error`,
     /// `other`, when the log says so; `None` lets the store derive it.
     pub failure_type: Option<&'static str>,
-    /// What the tool printed (used for summary lines and text exit codes; not stored).
+    /// What the tool printed: stored as the call's output file when [`Call::output`]
+    /// set it (also read for text exit codes and edit rejections).
     pub output: String,
+    /// The log shows what the call printed (possibly nothing): write the output file.
+    pub output_seen: bool,
+    /// The call's id as the log spells it (on its `messages` records).
+    pub call_id: Option<String>,
+    /// The call's arguments as the log gives them (on its `messages` call record).
+    pub arguments: Option<Value>,
+    /// The tool reported an error (on its `messages` result record); `None`: the
+    /// failure type decides.
+    pub is_error: Option<bool>,
+    /// The unified diff of an edit (docs/format.md §9.2), put on its action.
+    pub diff: Option<String>,
 }
 
 impl Call {
@@ -82,8 +100,30 @@ impl Call {
         self.exit_code = code.map(|c| (c, grade));
         self
     }
+    /// What the call printed, as the log shows it: kept as the call's output file.
     pub fn output(mut self, output: impl Into<String>) -> Call {
         self.output = output.into();
+        self.output_seen = true;
+        self
+    }
+    /// The log's id of the call.
+    pub fn id(mut self, id: Option<impl Into<String>>) -> Call {
+        self.call_id = id.map(Into::into);
+        self
+    }
+    /// The arguments the call was given.
+    pub fn arguments(mut self, arguments: Value) -> Call {
+        self.arguments = (!arguments.is_null()).then_some(arguments);
+        self
+    }
+    /// Whether the tool said it failed.
+    pub fn is_error(mut self, is_error: Option<bool>) -> Call {
+        self.is_error = is_error;
+        self
+    }
+    /// The edit's unified diff (empty text is no diff).
+    pub fn diff(mut self, diff: Option<String>) -> Call {
+        self.diff = diff.filter(|d| !d.trim().is_empty());
         self
     }
     pub fn failure(mut self, failure_type: &'static str) -> Call {
@@ -94,6 +134,105 @@ impl Call {
         self.duration_ms = ms;
         self
     }
+}
+
+/// Who speaks in a `messages` record (docs/format.md §9.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// Who wrote a `user` message: a person, or the harness (reminders, hook output,
+/// command caveats, a tool wrapper's text).
+pub const HUMAN: &str = "human";
+pub const HARNESS: &str = "harness";
+
+/// One message, or one part of a message, as the log shows it (docs/format.md §9.1).
+/// A tool call's own call and result records are written by the recorder from the
+/// [`Call`]; a format module says the rest: prompts, replies, thinking.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub role: Role,
+    pub author: Option<String>,
+    pub text: Option<String>,
+    pub reasoning: Option<String>,
+    pub tokens_in: Option<i64>,
+    pub tokens_out: Option<i64>,
+    pub model: Option<String>,
+    pub ts: Option<String>,
+}
+
+impl Message {
+    pub fn new(role: Role) -> Message {
+        Message { role, author: None, text: None, reasoning: None, tokens_in: None, tokens_out: None, model: None, ts: None }
+    }
+    pub fn system(text: impl Into<String>) -> Message {
+        Message::new(Role::System).text(text)
+    }
+    /// A person's message.
+    pub fn human(text: impl Into<String>) -> Message {
+        Message::new(Role::User).author(HUMAN).text(text)
+    }
+    /// A `user` message the harness wrote.
+    pub fn harness(text: impl Into<String>) -> Message {
+        Message::new(Role::User).author(HARNESS).text(text)
+    }
+    /// A `user` message whose writer the log does not tell.
+    pub fn user(text: impl Into<String>) -> Message {
+        Message::new(Role::User).text(text)
+    }
+    pub fn assistant(text: impl Into<String>) -> Message {
+        Message::new(Role::Assistant).text(text)
+    }
+    pub fn author(mut self, author: impl Into<String>) -> Message {
+        self.author = Some(author.into());
+        self
+    }
+    /// The visible text; blank text is none.
+    pub fn text(mut self, text: impl Into<String>) -> Message {
+        self.text = Some(text.into()).filter(|t: &String| !t.trim().is_empty());
+        self
+    }
+    /// Thinking text; blank is none.
+    pub fn reasoning(mut self, reasoning: impl Into<String>) -> Message {
+        self.reasoning = Some(reasoning.into()).filter(|t: &String| !t.trim().is_empty());
+        self
+    }
+    pub fn tokens(mut self, tokens_in: Option<i64>, tokens_out: Option<i64>) -> Message {
+        self.tokens_in = tokens_in.filter(|t| *t >= 0);
+        self.tokens_out = tokens_out.filter(|t| *t >= 0);
+        self
+    }
+    pub fn model(mut self, model: Option<impl Into<String>>) -> Message {
+        self.model = model.map(Into::into);
+        self
+    }
+    pub fn ts(mut self, ts: Option<impl Into<String>>) -> Message {
+        self.ts = ts.map(Into::into);
+        self
+    }
+    fn is_empty(&self) -> bool {
+        self.text.is_none() && self.reasoning.is_none()
+    }
+}
+
+/// Where a call's output file goes (docs/format.md §9.3).
+pub fn output_path(seq: u64) -> String {
+    format!("artifacts/tool-output/{seq}.txt")
 }
 
 /// What a structured edit tool did.
@@ -192,6 +331,19 @@ pub struct Recorder {
     /// The files written so far that hold secrets, by package path: the findings and the
     /// bytes, kept so [`finish`](Self::finish) can redact them.
     secret_files: BTreeMap<String, (Vec<Finding>, Vec<u8>)>,
+    /// The messages trace is recorded (the format reads a log that has messages).
+    messages: bool,
+    task_prompt: Option<String>,
+    final_message: Option<String>,
+    /// The log's own final patch was given ([`Recorder::patch`]).
+    has_patch: bool,
+    /// The diffs of the ok edits, in order, for a derived `patch.diff`.
+    edit_diffs: Vec<String>,
+    /// Some diff was numbered within its fragment, not the file.
+    fragment_diffs: bool,
+    /// The calls being recorded are a person's or the harness's, not the agent's: they
+    /// get no assistant call and tool result messages.
+    not_agent: bool,
 }
 
 /// Secrets found in a package, counted by pattern (in [`secrets`] table order).
@@ -235,6 +387,13 @@ impl Recorder {
             usd: None,
             supersedes: None,
             secret_files: BTreeMap::new(),
+            messages: false,
+            task_prompt: None,
+            final_message: None,
+            has_patch: false,
+            edit_diffs: Vec::new(),
+            fragment_diffs: false,
+            not_agent: false,
         }
     }
 
@@ -354,7 +513,66 @@ impl Recorder {
     pub fn patch(&mut self, diff: &str) {
         if !diff.trim().is_empty() {
             let _ = self.file("patch.diff".into(), diff.as_bytes().to_vec());
+            self.has_patch = true;
         }
+    }
+    /// The task as given (`task.prompt`), when the format knows which message it is;
+    /// otherwise the first person's message is taken. The first one said wins.
+    pub fn task_prompt(&mut self, text: &str) {
+        if self.task_prompt.is_none() && !text.trim().is_empty() {
+            self.task_prompt = Some(text.to_string());
+        }
+    }
+    /// The agent's final message, when the format knows it better than "the last
+    /// assistant text" (a submission's text, a result event).
+    pub fn final_message(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            self.final_message = Some(text.to_string());
+        }
+    }
+    /// Some edit diff of this run is numbered within the replaced text, not the file
+    /// (docs/format.md §9.2): noted once in the provenance.
+    pub fn fragment_diff(&mut self) {
+        self.fragment_diffs = true;
+    }
+    /// The log has a conversation: the messages trace is recorded, possibly empty.
+    pub fn record_messages(&mut self) {
+        if !self.messages {
+            self.messages = true;
+            self.builder.record_trace(TraceKind::Messages);
+        }
+    }
+    /// A message or message part, at its place in the stream. A message with neither
+    /// text nor thinking is not written. Returns its seq.
+    pub fn message(&mut self, m: Message) -> Option<u64> {
+        self.record_messages();
+        if m.is_empty() {
+            return None;
+        }
+        if m.role == Role::User && m.author.as_deref() != Some(HARNESS) {
+            if let Some(text) = &m.text {
+                self.task_prompt(&text.clone());
+            }
+        }
+        if m.role == Role::Assistant && m.author.is_none() {
+            if let Some(text) = &m.text {
+                self.final_message = Some(text.clone());
+            }
+        }
+        let mut f = Map::new();
+        f.insert("role".into(), json!(m.role.name()));
+        let strings = [("author", m.author), ("text", m.text), ("reasoning", m.reasoning), ("model", m.model)];
+        for (key, value) in strings {
+            if let Some(v) = value {
+                f.insert(key.into(), json!(v));
+            }
+        }
+        for (key, value) in [("tokens_in", m.tokens_in), ("tokens_out", m.tokens_out)] {
+            if let Some(v) = value {
+                f.insert(key.into(), json!(v));
+            }
+        }
+        Some(self.push(TraceKind::Messages, m.ts.as_deref(), Grade::Observed, f))
     }
     /// Another file of the package (a report, an artifact), relative to its root.
     pub fn artifact(&mut self, path: &str, bytes: Vec<u8>) -> Result<(), Refusal> {
@@ -404,7 +622,50 @@ impl Recorder {
         self.builder.push(kind, fields)
     }
 
+    /// The agent's part of a call, before its tools record (docs/format.md §9.1):
+    /// written when the messages trace is recorded; `tool_seq` names the record that
+    /// follows.
+    fn call_message(&mut self, call: &Call) {
+        if !self.messages || self.not_agent {
+            return;
+        }
+        let mut f = Map::new();
+        f.insert("role".into(), json!(Role::Assistant.name()));
+        if let Some(id) = &call.call_id {
+            f.insert("tool_call_id".into(), json!(id));
+        }
+        f.insert("tool".into(), json!(call.tool));
+        if let Some(a) = &call.arguments {
+            f.insert("arguments".into(), a.clone());
+        }
+        f.insert("tool_seq".into(), json!(self.builder.next_seq() + 1));
+        self.push(TraceKind::Messages, call.ts.as_deref(), Grade::Observed, f);
+    }
+
+    /// The result of a call, after its records: the output is the tools record's file.
+    fn result_message(&mut self, call: &Call, tool_seq: u64) {
+        if !self.messages || self.not_agent {
+            return;
+        }
+        let mut f = Map::new();
+        f.insert("role".into(), json!(Role::Tool.name()));
+        if let Some(id) = &call.call_id {
+            f.insert("tool_call_id".into(), json!(id));
+        }
+        f.insert("tool".into(), json!(call.tool));
+        f.insert("tool_seq".into(), json!(tool_seq));
+        let failed = call.timed_out
+            || call.failure_type.is_some_and(|t| t != "none")
+            || call.exit_code.is_some_and(|(c, _)| c != 0);
+        if let Some(e) = call.is_error.or(failed.then_some(true)) {
+            f.insert("is_error".into(), json!(e));
+        }
+        self.push(TraceKind::Messages, None, Grade::Observed, f);
+    }
+
     fn tools_record(&mut self, call: &Call, grade: Grade) -> u64 {
+        self.call_message(call);
+        let seq = self.builder.next_seq();
         let mut f = Map::new();
         f.insert("tool".into(), json!(call.tool));
         if let Some(c) = &call.command {
@@ -421,8 +682,16 @@ impl Recorder {
         if let Some(ft) = failure {
             f.insert("failure_type".into(), json!(ft));
         }
+        if call.output_seen {
+            let path = output_path(seq);
+            // A path the recorder chose cannot collide with a reserved one.
+            let _ = self.file(path.clone(), call.output.as_bytes().to_vec());
+            f.insert("output".into(), json!(path));
+        }
         self.after_complete = true;
-        self.push(TraceKind::Tools, call.ts.as_deref(), grade, f)
+        let pushed = self.push(TraceKind::Tools, call.ts.as_deref(), grade, f);
+        debug_assert_eq!(pushed, seq);
+        pushed
     }
 
     /// The `actions` record of a tool call (`tool_seq` names its tools record).
@@ -533,6 +802,7 @@ impl Recorder {
         if analysis.opaque {
             self.opaque_calls += 1;
         }
+        self.result_message(call, tool_seq);
         tool_seq
     }
 
@@ -552,7 +822,15 @@ impl Recorder {
     /// of `grade`.
     fn mutating_call(&mut self, call: Call, grade: Grade, kind: EditKind, paths: &[String], ok: bool) -> u64 {
         let tool_seq = self.tools_record(&call, grade);
-        self.action(call.ts.as_deref(), grade, Effect { kind: kind.name(), paths, mutates: true, ok }, tool_seq);
+        let seq =
+            self.action(call.ts.as_deref(), grade, Effect { kind: kind.name(), paths, mutates: true, ok }, tool_seq);
+        if let Some(diff) = &call.diff {
+            self.builder.set_field(TraceKind::Actions, seq, "diff", json!(diff));
+            if ok {
+                self.edit_diffs.push(diff.clone());
+            }
+        }
+        self.result_message(&call, tool_seq);
         tool_seq
     }
 
@@ -566,6 +844,7 @@ impl Recorder {
             Effect { kind: action_kind, paths, mutates: false, ok: true },
             tool_seq,
         );
+        self.result_message(&call, tool_seq);
         tool_seq
     }
 
@@ -580,6 +859,7 @@ impl Recorder {
             tool_seq,
         );
         self.opaque_calls += 1;
+        self.result_message(&call, tool_seq);
         tool_seq
     }
 
@@ -595,6 +875,7 @@ impl Recorder {
                 Effect { kind: "edit", paths: &[], mutates: true, ok },
                 tool_seq,
             );
+            self.result_message(&call, tool_seq);
             tool_seq
         } else {
             self.opaque(call)
@@ -613,6 +894,7 @@ impl Recorder {
             Effect { kind: action_kind, paths: &[], mutates: false, ok: false },
             tool_seq,
         );
+        self.result_message(&call, tool_seq);
         tool_seq
     }
 
@@ -647,25 +929,34 @@ impl Recorder {
     /// command is one.
     pub fn person_command(&mut self, mut call: Call, command: &str) -> u64 {
         self.intervention(call.ts.as_deref(), "other", command, Grade::Observed);
-        self.shell_as(&mut call, command, "human")
+        self.not_agent(|r| r.shell_as(&mut call, command, "human"))
+    }
+
+    /// Records a person's or the harness's calls: no assistant call or tool result
+    /// messages around them.
+    fn not_agent<T>(&mut self, f: impl FnOnce(&mut Recorder) -> T) -> T {
+        let was = std::mem::replace(&mut self.not_agent, true);
+        let out = f(self);
+        self.not_agent = was;
+        out
     }
     /// A person rolled back the agent's work (aider `/undo`): a rollback intervention
     /// and a derived mutation.
     pub fn person_rollback(&mut self, call: Call, paths: &[String]) -> u64 {
         self.intervention(call.ts.as_deref(), "rollback", "/undo", Grade::Derived);
-        self.derived_edit(call, EditKind::Edit, paths, true)
+        self.not_agent(|r| r.derived_edit(call, EditKind::Edit, paths, true))
     }
     /// A rollback the log shows failing (aider's `/undo` printing why it cannot undo):
     /// the rollback intervention and a derived edit with `ok: false`, which changes nothing.
     pub fn person_rollback_failed(&mut self, call: Call) -> u64 {
         self.intervention(call.ts.as_deref(), "rollback", "/undo", Grade::Derived);
-        self.derived_edit(call, EditKind::Edit, &[], false)
+        self.not_agent(|r| r.derived_edit(call, EditKind::Edit, &[], false))
     }
 
     /// A check the harness ran on its own (aider's automatic test and lint runs), seen
     /// only through its words: a tools record and one check, both derived.
     pub fn harness_check(&mut self, call: Call, method: &str, result: &str) -> u64 {
-        let tool_seq = self.tools_record(&call, Grade::Derived);
+        let tool_seq = self.not_agent(|r| r.tools_record(&call, Grade::Derived));
         let mut f = Map::new();
         let command = call.command.clone().unwrap_or_default();
         f.insert("check_id".into(), json!(format!("{method}:{}", shell::normalise_ws(&command))));
@@ -746,6 +1037,7 @@ impl Recorder {
             let ts = v.ts.clone();
             self.push(TraceKind::Verification, ts.as_deref(), Grade::Observed, f);
         }
+        self.derived_patch();
         let secrets = self.secrets(options.redact);
         let manifest = self.manifest(model, options);
         self.builder.manifest(manifest);
@@ -759,6 +1051,32 @@ impl Recorder {
         self.builder.outcome(outcome);
         let package = self.builder.finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         Ok((package, secrets))
+    }
+
+    /// `patch.diff` from the edits' diffs when the log has no patch of its own
+    /// (docs/format.md §9.2), and the notes on how the diffs were made.
+    fn derived_patch(&mut self) {
+        if self.fragment_diffs {
+            self.note(
+                "some edit diffs are numbered within the replaced text (the log does not give the file's line numbers)",
+            );
+        }
+        if self.has_patch || self.edit_diffs.is_empty() {
+            return;
+        }
+        let mut patch = String::new();
+        for d in &self.edit_diffs {
+            patch.push_str(d);
+            if !d.ends_with('\n') {
+                patch.push('\n');
+            }
+        }
+        let n = self.edit_diffs.len();
+        if self.file("patch.diff".into(), patch.into_bytes()).is_ok() {
+            self.note(format!(
+                "patch.diff is derived: the diffs of the {n} edits the log shows, in order (not one net diff)"
+            ));
+        }
     }
 
     /// Counts the secrets in the files written, in every string of every record
@@ -805,6 +1123,12 @@ impl Recorder {
         // The notes so far (an error message a log carried may quote a key).
         let notes: Vec<Option<Value>> =
             self.notes.iter().map(|n| redact_value(&Value::String(n.clone()), &mut in_records)).collect();
+        // The task prompt and final message, which go into the manifest and outcome.
+        let mut words: Vec<(&mut Option<String>, Option<Value>)> = Vec::new();
+        for text in [&mut self.task_prompt, &mut self.final_message] {
+            let redacted = text.as_ref().and_then(|t| redact_value(&Value::String(t.clone()), &mut in_records));
+            words.push((text, redacted));
+        }
         secrets::add_counts(&mut total, &in_records);
         if redact {
             for (kind, seq, key, value) in changes {
@@ -813,6 +1137,11 @@ impl Recorder {
             for (note, redacted) in self.notes.iter_mut().zip(notes) {
                 if let Some(Value::String(r)) = redacted {
                     *note = r;
+                }
+            }
+            for (text, redacted) in words {
+                if let Some(Value::String(r)) = redacted {
+                    *text = Some(r);
                 }
             }
             let sum = |counts: &SecretCounts| counts.iter().map(|(_, n)| n).sum::<usize>();
@@ -836,7 +1165,8 @@ impl Recorder {
             }
             if !in_records.is_empty() {
                 self.note(format!(
-                    "redacted {} secrets (patterns: {}) in trace records (commands, reasons, check ids) and notes",
+                    "redacted {} secrets (patterns: {}) in trace records (commands, messages, diffs, reasons, check \
+                     ids), the task prompt, the final message and notes",
                     sum(&in_records),
                     names(&in_records)
                 ));
@@ -848,6 +1178,9 @@ impl Recorder {
     fn manifest(&self, model: String, options: &Options) -> Value {
         let task = options.task.clone().or_else(|| self.task.clone()).unwrap_or_else(|| self.episode.clone());
         let mut task_obj = json!({"id": task});
+        if let Some(p) = &self.task_prompt {
+            task_obj["prompt"] = json!(p);
+        }
         if let Some(c) = options.cluster.clone().or_else(|| self.cluster.clone()) {
             task_obj["cluster"] = json!(c);
         }
@@ -887,7 +1220,7 @@ impl Recorder {
             provenance["supersedes"] = json!(s);
         }
         let mut m = json!({
-            "format": FORMAT_V1_1,
+            "format": FORMAT_V1_2,
             "episode": self.episode,
             "model": {"name": model},
             "harness": harness,
@@ -932,6 +1265,9 @@ impl Recorder {
         }
         if !self.other_scores.is_empty() {
             o["scores"] = json!(self.other_scores);
+        }
+        if let Some(m) = &self.final_message {
+            o["final_message"] = json!(m);
         }
         let mut cost = Map::new();
         if let Some(t) = self.tokens_in {
@@ -1145,7 +1481,7 @@ mod tests {
         assert!(
             notes.contains(
                 &"redacted 3 secrets (patterns: github-token, anthropic-key, openai-key) in trace records \
-                  (commands, reasons, check ids) and notes"
+                  (commands, messages, diffs, reasons, check ids), the task prompt, the final message and notes"
                     .to_string()
             ),
             "{notes:?}"
@@ -1202,7 +1538,8 @@ mod tests {
                 "redacted 1 secrets (patterns: github-token) in artifacts/source/log.txt; the copies no longer match \
                  the blake3 of their source files",
                 "redacted 1 secrets (patterns: openai-key) in patch.diff",
-                "redacted 3 secrets (patterns: github-token, openai-key) in trace records (commands, reasons, check ids) \
+                "redacted 3 secrets (patterns: github-token, openai-key) in trace records (commands, messages, diffs, \
+                 reasons, check ids), the task prompt, the final message \
                  and notes",
             ])
         );

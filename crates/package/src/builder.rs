@@ -88,7 +88,7 @@ pub struct PackageBuilder {
     layout: Layout,
     next_seq: u64,
     /// `None`: the trace is not recorded (no file); `Some(empty)`: recorded, none.
-    traces: [Option<Vec<Map<String, Value>>>; 7],
+    traces: [Option<Vec<Map<String, Value>>>; TRACE_FILES.len()],
     manifest: Option<Value>,
     outcome: Option<Value>,
     files: BTreeMap<String, Vec<u8>>,

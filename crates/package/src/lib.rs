@@ -24,7 +24,7 @@ pub use derive::{derive_state, Posture};
 pub use error::{Error, Problem, Result};
 pub use location::Location;
 pub use model::*;
-pub use parse::{parse_json_text, parse_package};
+pub use parse::{output_text, parse_json_text, parse_package, OUTPUT_TEXT_CAP};
 pub use parse::{MANIFEST_FILE, MAX_JSON_DEPTH, OUTCOME_FILE};
 pub use source::{discover, read_source, read_source_within, Limits, PackageFile, RawPackage, Source};
 
@@ -33,8 +33,40 @@ pub const FORMAT_V1: &str = "episode-package/1";
 /// Revision 1.1 (docs/format.md §8): revision 1 plus a verification `result` of
 /// `unknown`, a `null` outcome `label` and a manifest `provenance` object.
 pub const FORMAT_V1_1: &str = "episode-package/1.1";
+/// Revision 1.2 (docs/format.md §9): revision 1.1 plus the run's content: a messages
+/// trace, a diff per edit, `task.prompt` and `final_message`.
+pub const FORMAT_V1_2: &str = "episode-package/1.2";
 /// Every package format this build reads.
-pub const FORMATS: &[&str] = &[FORMAT_V1, FORMAT_V1_1];
+pub const FORMATS: &[&str] = &[FORMAT_V1, FORMAT_V1_1, FORMAT_V1_2];
+
+/// A package format revision. Later revisions allow everything earlier ones do, so
+/// "allowed from revision R" is `revision >= R`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Revision {
+    V1,
+    V1_1,
+    V1_2,
+}
+
+impl Revision {
+    /// The revision a `format` string declares, `None` for one this build does not read.
+    pub fn of(format: &str) -> Option<Revision> {
+        match format {
+            FORMAT_V1 => Some(Revision::V1),
+            FORMAT_V1_1 => Some(Revision::V1_1),
+            FORMAT_V1_2 => Some(Revision::V1_2),
+            _ => None,
+        }
+    }
+    /// The `format` string that declares it.
+    pub fn format(self) -> &'static str {
+        match self {
+            Revision::V1 => FORMAT_V1,
+            Revision::V1_1 => FORMAT_V1_1,
+            Revision::V1_2 => FORMAT_V1_2,
+        }
+    }
+}
 
 /// A 32-byte blake3 hash.
 pub type Hash = [u8; 32];

@@ -59,11 +59,14 @@ pub const ADMISSIONS: &[&str] = &["accepted", "rejected", "pending"];
 pub const REQUIREMENT_STATUSES: &[&str] = &["verified", "unverified", "failed"];
 pub const STOP_REASONS: &[&str] =
     &["completed", "budget_exhausted", "escalated", "invalid_action", "timeout", "infra_error", "other"];
+/// The roles of a messages record (revision 1.2, docs/format.md §9.1).
+pub const ROLES: &[&str] = &["system", "user", "assistant", "tool"];
 /// The evidence postures (docs/format.md §6.3), spelled by [`crate::Posture::as_str`].
 pub const POSTURES: &[&str] = &crate::Posture::NAMES;
 
-/// The seven trace files, in the order the store reports them.
-pub const TRACE_FILES: [(&str, TraceKind); 7] = [
+/// The eight trace files, in the order the store reports them (messages, added by
+/// revision 1.2, last, so the first seven keep their places).
+pub const TRACE_FILES: [(&str, TraceKind); 8] = [
     ("traces/actions.jsonl", TraceKind::Actions),
     ("traces/tools.jsonl", TraceKind::Tools),
     ("traces/context.jsonl", TraceKind::Context),
@@ -71,6 +74,7 @@ pub const TRACE_FILES: [(&str, TraceKind); 7] = [
     ("traces/attribution.jsonl", TraceKind::Attribution),
     ("traces/interventions.jsonl", TraceKind::Interventions),
     ("traces/entropy.jsonl", TraceKind::Entropy),
+    ("traces/messages.jsonl", TraceKind::Messages),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +86,7 @@ pub enum TraceKind {
     Attribution,
     Interventions,
     Entropy,
+    Messages,
 }
 
 impl TraceKind {
@@ -95,6 +100,7 @@ impl TraceKind {
             TraceKind::Attribution => "attribution",
             TraceKind::Interventions => "interventions",
             TraceKind::Entropy => "entropy",
+            TraceKind::Messages => "messages",
         }
     }
 }
@@ -130,6 +136,8 @@ pub struct Manifest {
     pub trace_complete: bool,
     /// `tags` as JSON object text.
     pub tags: Option<String>,
+    /// `task.prompt` (revision 1.2): the task as given, whole.
+    pub task_prompt: Option<String>,
     pub extra: Option<String>,
 }
 
@@ -137,7 +145,7 @@ impl Manifest {
     /// The `provenance` object of a revision 1.1 package (kept among the unknown
     /// fields, as the revision says), `None` for a revision 1 package or without one.
     pub fn provenance(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
-        if self.format != crate::FORMAT_V1_1 {
+        if self.revision() < crate::Revision::V1_1 {
             return None;
         }
         let extra = crate::parse_json_text(self.extra.as_deref()?).ok()?;
@@ -145,6 +153,11 @@ impl Manifest {
             serde_json::Value::Object(map) => Some(map.clone()),
             _ => None,
         }
+    }
+
+    /// The format revision the package declares (only readable ones are stored).
+    pub fn revision(&self) -> crate::Revision {
+        crate::Revision::of(&self.format).unwrap_or(crate::Revision::V1)
     }
 
     /// `provenance.source_format`: which importer format the package came from.
@@ -190,6 +203,8 @@ pub struct Outcome {
     pub notes: Option<String>,
     /// The recorder's own posture claim, kept beside the derived one.
     pub recorded_posture: Option<String>,
+    /// `final_message` (revision 1.2): the agent's last message, whole.
+    pub final_message: Option<String>,
     pub extra: Option<String>,
 }
 
@@ -228,6 +243,8 @@ pub struct Action {
     pub mutates: bool,
     pub ok: bool,
     pub tool_seq: Option<u64>,
+    /// `diff` (revision 1.2): the unified diff of this edit.
+    pub diff: Option<String>,
 }
 
 impl Action {
@@ -251,6 +268,10 @@ pub struct Tool {
     pub failure_type: String,
     pub recovered_by: Option<u64>,
     pub output: Option<String>,
+    /// Derived: the text of the file `output` names, capped (docs/format.md §9.3).
+    pub output_text: Option<String>,
+    /// Derived: the whole size of that file.
+    pub output_bytes: Option<u64>,
 }
 
 impl Tool {
@@ -339,6 +360,25 @@ pub struct EntropyFinding {
     pub note: Option<String>,
 }
 
+/// A messages record (revision 1.2, docs/format.md §9.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub common: Common,
+    pub role: String,
+    pub author: Option<String>,
+    pub text: Option<String>,
+    pub reasoning: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool: Option<String>,
+    /// `arguments` as compact JSON text.
+    pub arguments: Option<String>,
+    pub tool_seq: Option<u64>,
+    pub is_error: Option<bool>,
+    pub tokens_in: Option<i64>,
+    pub tokens_out: Option<i64>,
+    pub model: Option<String>,
+}
+
 /// Everything the store derives for an episode (docs/format.md §6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Derived {
@@ -359,6 +399,8 @@ pub struct Episode {
     pub attributions: Option<Vec<Attribution>>,
     pub interventions: Option<Vec<Intervention>>,
     pub entropy: Option<Vec<EntropyFinding>>,
+    /// Revision 1.2 only; `None` for earlier revisions, whatever files they hold.
+    pub messages: Option<Vec<Message>>,
     pub derived: Derived,
 }
 
@@ -373,6 +415,7 @@ impl Episode {
             TraceKind::Attribution => self.attributions.as_ref().map(Vec::len),
             TraceKind::Interventions => self.interventions.as_ref().map(Vec::len),
             TraceKind::Entropy => self.entropy.as_ref().map(Vec::len),
+            TraceKind::Messages => self.messages.as_ref().map(Vec::len),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::error::Problem;
 use crate::fields::{extra_text, nest_unknown, nest_unknown_items, FieldResult, Obj, Place};
 use crate::model::*;
 use crate::source::RawPackage;
-use crate::{FORMATS, FORMAT_V1, FORMAT_V1_1};
+use crate::{Revision, FORMATS, FORMAT_V1, FORMAT_V1_1};
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const OUTCOME_FILE: &str = "outcome.json";
@@ -47,22 +47,36 @@ pub fn parse_package(raw: &RawPackage) -> Result<Episode, Box<Problem>> {
         attributions: None,
         interventions: None,
         entropy: None,
+        messages: None,
         derived: Derived { final_revision: 0, posture: String::new() },
     };
+    let revision = episode.manifest.revision();
     for (file, kind) in TRACE_FILES {
         let Some(bytes) = raw.file(file) else {
             continue;
         };
         let lines = bytes;
         match kind {
-            TraceKind::Actions => episode.actions = Some(records(name, file, lines, parse_action)?),
-            TraceKind::Tools => episode.tools = Some(records(name, file, lines, parse_tool)?),
-            TraceKind::Context => episode.context = Some(records(name, file, lines, parse_context)?),
-            TraceKind::Verification => episode.checks = Some(records(name, file, lines, parse_check)?),
-            TraceKind::Attribution => episode.attributions = Some(records(name, file, lines, parse_attribution)?),
-            TraceKind::Interventions => episode.interventions = Some(records(name, file, lines, parse_intervention)?),
-            TraceKind::Entropy => episode.entropy = Some(records(name, file, lines, parse_entropy)?),
+            TraceKind::Actions => episode.actions = Some(records(name, file, lines, revision, parse_action)?),
+            TraceKind::Tools => episode.tools = Some(records(name, file, lines, revision, parse_tool)?),
+            TraceKind::Context => episode.context = Some(records(name, file, lines, revision, parse_context)?),
+            TraceKind::Verification => episode.checks = Some(records(name, file, lines, revision, parse_check)?),
+            TraceKind::Attribution => {
+                episode.attributions = Some(records(name, file, lines, revision, parse_attribution)?)
+            }
+            TraceKind::Interventions => {
+                episode.interventions = Some(records(name, file, lines, revision, parse_intervention)?)
+            }
+            TraceKind::Entropy => episode.entropy = Some(records(name, file, lines, revision, parse_entropy)?),
+            // Before revision 1.2 the file is an ordinary file of the package.
+            TraceKind::Messages if revision >= Revision::V1_2 => {
+                episode.messages = Some(records(name, file, lines, revision, parse_message)?)
+            }
+            TraceKind::Messages => {}
         }
+    }
+    for tool in episode.tools.iter_mut().flatten() {
+        read_output(raw, tool);
     }
     if episode.manifest.format == FORMAT_V1 {
         refuse_revision_1_1_results(name, &episode)?;
@@ -171,7 +185,8 @@ fn records<T: Record>(
     package: &str,
     file: &str,
     bytes: &[u8],
-    parse: fn(&Obj, Common) -> FieldResult<T>,
+    revision: Revision,
+    parse: fn(&Obj, Common, Revision) -> FieldResult<T>,
 ) -> Result<Vec<T>, Box<Problem>> {
     let text = utf8(package, file, bytes)?;
     let mut out = Vec::new();
@@ -192,7 +207,7 @@ fn records<T: Record>(
             revision: 0,
             extra: None,
         };
-        let mut record = parse(&obj, common)?;
+        let mut record = parse(&obj, common, revision)?;
         // Unknown fields are kept (docs/format.md §2): every field neither the common reads above
         // nor the record's parser read.
         record.common_mut().extra = obj.extra();
@@ -216,9 +231,62 @@ macro_rules! record {
     };
 }
 
-record!(Action, Tool, ContextRecord, Check, Attribution, Intervention, EntropyFinding);
+record!(Action, Tool, ContextRecord, Check, Attribution, Intervention, EntropyFinding, Message);
 
-fn parse_action(o: &Obj, common: Common) -> FieldResult<Action> {
+/// What `output_text` keeps of a tool's output file (docs/format.md §9.3).
+pub const OUTPUT_TEXT_CAP: usize = 16 * 1024;
+
+/// Fills a tool record's `output_text` and `output_bytes` from the file its `output`
+/// names, when the package holds that file (docs/format.md §9.3).
+fn read_output(raw: &RawPackage, tool: &mut Tool) {
+    let Some(path) = tool.output.as_deref() else { return };
+    let Some(bytes) = raw.file(path) else { return };
+    tool.output_bytes = Some(bytes.len() as u64);
+    tool.output_text = Some(output_text(path, bytes));
+}
+
+/// The capped text of an output file: whole when it fits, else cut on a character
+/// boundary at [`OUTPUT_TEXT_CAP`] bytes and followed by the truncation marker.
+pub fn output_text(path: &str, bytes: &[u8]) -> String {
+    if bytes.len() <= OUTPUT_TEXT_CAP {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    // Back off to a UTF-8 boundary (at most 3 bytes); invalid bytes before it are
+    // replaced, so the kept part is always text.
+    let mut cut = OUTPUT_TEXT_CAP;
+    while cut > OUTPUT_TEXT_CAP - 4 && (bytes[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    let mut text = String::from_utf8_lossy(&bytes[..cut]).into_owned();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "[epistore: output truncated at {OUTPUT_TEXT_CAP} of {} bytes; the whole output is in {path}]",
+        bytes.len()
+    ));
+    text
+}
+
+fn parse_message(o: &Obj, common: Common, _: Revision) -> FieldResult<Message> {
+    Ok(Message {
+        common,
+        role: o.required("role", o.enumerated("role", ROLES))?,
+        author: o.string("author")?,
+        text: o.string("text")?,
+        reasoning: o.string("reasoning")?,
+        tool_call_id: o.string("tool_call_id")?,
+        tool: o.string("tool")?,
+        arguments: o.raw("arguments").filter(|v| !v.is_null()).map(Value::to_string),
+        tool_seq: o.seq("tool_seq")?,
+        is_error: o.boolean("is_error")?,
+        tokens_in: o.integer("tokens_in", 0, i64::MAX)?,
+        tokens_out: o.integer("tokens_out", 0, i64::MAX)?,
+        model: o.string("model")?,
+    })
+}
+
+fn parse_action(o: &Obj, common: Common, revision: Revision) -> FieldResult<Action> {
     let kind = o.enumerated("kind", ACTION_KINDS)?;
     let mutates_by_default = matches!(kind.as_deref(), Some("edit" | "create" | "delete"));
     Ok(Action {
@@ -228,11 +296,12 @@ fn parse_action(o: &Obj, common: Common) -> FieldResult<Action> {
         mutates: o.boolean("mutates")?.unwrap_or(mutates_by_default),
         ok: o.boolean("ok")?.unwrap_or(true),
         tool_seq: o.seq("tool_seq")?,
+        diff: if revision >= Revision::V1_2 { o.string("diff")? } else { None },
         kind,
     })
 }
 
-fn parse_tool(o: &Obj, common: Common) -> FieldResult<Tool> {
+fn parse_tool(o: &Obj, common: Common, _: Revision) -> FieldResult<Tool> {
     let exit_code = o.integer("exit_code", i64::MIN, i64::MAX)?;
     let timed_out = o.boolean("timed_out")?.unwrap_or(false);
     let recorded = o.enumerated("failure_type", FAILURE_TYPES)?;
@@ -257,10 +326,12 @@ fn parse_tool(o: &Obj, common: Common) -> FieldResult<Tool> {
         failure_type,
         recovered_by: o.seq("recovered_by")?,
         output: o.string("output")?,
+        output_text: None,
+        output_bytes: None,
     })
 }
 
-fn parse_context(o: &Obj, common: Common) -> FieldResult<ContextRecord> {
+fn parse_context(o: &Obj, common: Common, _: Revision) -> FieldResult<ContextRecord> {
     Ok(ContextRecord {
         common,
         artifact: o.string_req("artifact")?,
@@ -270,7 +341,7 @@ fn parse_context(o: &Obj, common: Common) -> FieldResult<ContextRecord> {
     })
 }
 
-fn parse_check(o: &Obj, common: Common) -> FieldResult<Check> {
+fn parse_check(o: &Obj, common: Common, _: Revision) -> FieldResult<Check> {
     let actor = o.enumerated("actor", CHECK_ACTORS)?;
     let verifier = o.string("verifier")?;
     let verdict = o.enumerated("verdict", VERDICTS)?;
@@ -303,7 +374,7 @@ fn parse_check(o: &Obj, common: Common) -> FieldResult<Check> {
     })
 }
 
-fn parse_attribution(o: &Obj, common: Common) -> FieldResult<Attribution> {
+fn parse_attribution(o: &Obj, common: Common, _: Revision) -> FieldResult<Attribution> {
     Ok(Attribution {
         common,
         failure_seq: o.required("failure_seq", o.seq("failure_seq"))?,
@@ -316,7 +387,7 @@ fn parse_attribution(o: &Obj, common: Common) -> FieldResult<Attribution> {
     })
 }
 
-fn parse_intervention(o: &Obj, common: Common) -> FieldResult<Intervention> {
+fn parse_intervention(o: &Obj, common: Common, _: Revision) -> FieldResult<Intervention> {
     Ok(Intervention {
         common,
         actor: o.enumerated("actor", INTERVENTION_ACTORS)?,
@@ -329,7 +400,7 @@ fn parse_intervention(o: &Obj, common: Common) -> FieldResult<Intervention> {
     })
 }
 
-fn parse_entropy(o: &Obj, common: Common) -> FieldResult<EntropyFinding> {
+fn parse_entropy(o: &Obj, common: Common, _: Revision) -> FieldResult<EntropyFinding> {
     Ok(EntropyFinding {
         common,
         category: o.enumerated("category", ENTROPY_CATEGORIES)?,
@@ -345,10 +416,11 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
     if !FORMATS.contains(&format.as_str()) {
         return o.fail(
             "format",
-            format!("unsupported format `{format}` (this build reads `{FORMAT_V1}` and `{FORMAT_V1_1}`)"),
+            format!("unsupported format `{format}` (this build reads {})", quoted_list(FORMATS)),
         );
     }
-    if format == FORMAT_V1_1 {
+    let revision = Revision::of(&format).expect("checked above");
+    if revision >= Revision::V1_1 {
         check_provenance(o)?;
     }
     let model = o.required("model", o.object("model"))?;
@@ -386,6 +458,7 @@ fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
         ended_at: o.timestamp("ended_at")?,
         trace_complete: o.boolean("trace_complete")?.unwrap_or(true),
         tags,
+        task_prompt: if revision >= Revision::V1_2 { task.string("prompt")? } else { None },
         extra: None,
     };
     // Unknown fields are kept (docs/format.md §2), nested ones under their parent's key: every
@@ -430,11 +503,21 @@ fn check_provenance(o: &Obj) -> FieldResult<()> {
     Ok(())
 }
 
+fn quoted_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("`{i}`")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
+    let revision = Revision::of(format).unwrap_or(Revision::V1);
     // Revision 1.1: a label present and null means "not adjudicated"; absent is still
     // missing, and null under revision 1 is refused naming the revision that allows it.
     let label = match o.raw("label") {
-        Some(Value::Null) if format == FORMAT_V1_1 => None,
+        Some(Value::Null) if revision >= Revision::V1_1 => None,
         Some(Value::Null) => {
             return o.fail("label", format!("`null` needs format `{FORMAT_V1_1}` (this package declares `{format}`)"))
         }
@@ -494,6 +577,7 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
         score: o.number("score", 0.0, 1.0)?,
         notes: o.string("notes")?,
         recorded_posture: o.enumerated("evidence_posture", POSTURES)?,
+        final_message: if revision >= Revision::V1_2 { o.string("final_message")? } else { None },
         extra: None,
     };
     // Unknown fields are kept (docs/format.md §2), nested ones under their parent's key: every
@@ -534,6 +618,7 @@ fn check_references(package: &str, e: &Episode) -> Result<(), Box<Problem>> {
     push(&mut all, TraceKind::Attribution, TRACE_FILES[4].0, &e.attributions, |r| &r.common);
     push(&mut all, TraceKind::Interventions, TRACE_FILES[5].0, &e.interventions, |r| &r.common);
     push(&mut all, TraceKind::Entropy, TRACE_FILES[6].0, &e.entropy, |r| &r.common);
+    push(&mut all, TraceKind::Messages, TRACE_FILES[7].0, &e.messages, |r| &r.common);
     for (kind, file, common) in &all {
         if let Some((_, first_file, first_line)) = by_seq.insert(common.seq, (*kind, file, common.line)) {
             return Err(Box::new(place(package, file, Some(common.line as usize)).problem(
@@ -556,6 +641,11 @@ fn check_references(package: &str, e: &Episode) -> Result<(), Box<Problem>> {
     for t in e.tools.iter().flatten() {
         if let Some(s) = t.recovered_by.filter(|s| !by_seq.contains_key(s)) {
             return Err(missing(TRACE_FILES[1].0, t.common.line, "recovered_by", s));
+        }
+    }
+    for m in e.messages.iter().flatten() {
+        if let Some(s) = m.tool_seq.filter(|s| !by_seq.contains_key(s)) {
+            return Err(missing(TRACE_FILES[7].0, m.common.line, "tool_seq", s));
         }
     }
     for a in e.attributions.iter().flatten() {
@@ -1217,7 +1307,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unsupported_format_version_is_rejected() {
-        for format in ["episode-package/2", "episode-package/1.2", "episode-package/1.10", "Episode-Package/1", ""] {
+        for format in ["episode-package/2", "episode-package/1.3", "episode-package/1.10", "Episode-Package/1", ""] {
             assert_rejected(&manifest_with("format", json!(format)), MANIFEST, None, Some("format"));
         }
     }
@@ -1730,6 +1820,105 @@ pub(crate) mod tests {
         let pkg = Pkg::minimal().trace("verification", &[unknown_check()]);
         let p = assert_rejected(&pkg, "traces/verification.jsonl", Some(1), Some("result"));
         assert!(p.message.contains(FORMAT_V1_1), "{p}");
+    }
+
+    // ---- revision 1.2 (docs/format.md §9) ----------------------------------------------
+
+    fn revision_1_2() -> Pkg {
+        Pkg::minimal().set(MANIFEST, "format", json!(crate::FORMAT_V1_2))
+    }
+
+    fn conversation() -> Vec<Value> {
+        vec![
+            json!({"seq": 0, "role": "user", "author": "human", "text": "fix the login bug"}),
+            json!({"seq": 1, "role": "assistant", "text": "Running the tests.", "reasoning": "tests first",
+                   "tool_call_id": "c1", "tool": "Bash", "arguments": {"command": "pytest"},
+                   "tokens_in": 120, "tokens_out": 8, "model": "m1", "mood": "calm"}),
+            json!({"seq": 3, "role": "tool", "tool_call_id": "c1", "tool": "Bash", "tool_seq": 2, "is_error": true}),
+        ]
+    }
+
+    #[test]
+    fn revision_1_2_reads_messages_diffs_prompt_final_message_and_output_text() {
+        let e = revision_1_2()
+            .edit(MANIFEST, |m| m["task"]["prompt"] = json!("Fix the login bug.\nKeep the API."))
+            .set(OUTCOME, "final_message", json!("Done: tests pass."))
+            .trace("messages", &conversation())
+            .trace("tools", &[json!({"seq": 2, "tool": "Bash", "output": "artifacts/tool-output/2.txt"})])
+            .trace("actions", &[json!({"seq": 4, "kind": "edit", "paths": ["a.py"], "diff": "--- a/a.py\n"})])
+            .file("artifacts/tool-output/2.txt", "E   ModuleNotFoundError: No module named pytest\n")
+            .ok();
+        assert_eq!(e.manifest.task_prompt.as_deref(), Some("Fix the login bug.\nKeep the API."));
+        assert_eq!(e.outcome.final_message.as_deref(), Some("Done: tests pass."));
+        let m = e.messages.as_ref().unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[0].role.as_str(), m[0].author.as_deref()), ("user", Some("human")));
+        assert_eq!(m[1].arguments.as_deref(), Some(r#"{"command":"pytest"}"#));
+        assert_eq!((m[1].tokens_in, m[1].tokens_out, m[1].model.as_deref()), (Some(120), Some(8), Some("m1")));
+        assert_eq!(extra(&m[1].common.extra), json!({"mood": "calm"}));
+        assert_eq!((m[2].tool_seq, m[2].is_error, m[2].text.as_deref()), (Some(2), Some(true), None));
+        assert_eq!(e.actions.as_ref().unwrap()[0].diff.as_deref(), Some("--- a/a.py\n"));
+        let t = &e.tools.as_ref().unwrap()[0];
+        assert_eq!(t.output_text.as_deref(), Some("E   ModuleNotFoundError: No module named pytest\n"));
+        assert_eq!(t.output_bytes, Some(48));
+        assert_eq!(e.trace_len(TraceKind::Messages), Some(3));
+        assert_eq!(revision_1_2().trace("messages", &[]).ok().trace_len(TraceKind::Messages), Some(0));
+        assert_eq!(revision_1_2().ok().trace_len(TraceKind::Messages), None);
+    }
+
+    #[test]
+    fn revision_1_2_additions_under_earlier_revisions_stay_unknown_fields_and_files() {
+        for pkg in [Pkg::minimal(), revision_1_1()] {
+            let e = pkg
+                .edit(MANIFEST, |m| m["task"]["prompt"] = json!(7))
+                .set(OUTCOME, "final_message", json!(["not", "read"]))
+                .trace("messages", &[json!({"role": "nobody"})])
+                .trace("actions", &[json!({"seq": 0, "kind": "edit", "diff": 3})])
+                .ok();
+            assert_eq!(e.messages, None);
+            assert_eq!(e.manifest.task_prompt, None);
+            assert_eq!(extra(&e.manifest.extra), json!({"task": {"prompt": 7}}));
+            assert_eq!(extra(&e.outcome.extra), json!({"final_message": ["not", "read"]}));
+            assert_eq!(extra(&e.actions.as_ref().unwrap()[0].common.extra), json!({"diff": 3}));
+        }
+    }
+
+    #[test]
+    fn revision_1_2_refuses_bad_messages_naming_line_and_field() {
+        let bad = |record: Value, field: &str| {
+            let pkg = revision_1_2().trace("messages", &[json!({"seq": 0, "role": "user"}), record]);
+            assert_rejected(&pkg, "traces/messages.jsonl", Some(2), Some(field));
+        };
+        bad(json!({"seq": 1}), "role");
+        bad(json!({"seq": 1, "role": "robot"}), "role");
+        bad(json!({"seq": 1, "role": "tool", "tool_seq": 9}), "tool_seq");
+        bad(json!({"seq": 1, "role": "assistant", "tokens_out": -1}), "tokens_out");
+        bad(json!({"seq": 1, "role": "assistant", "text": 5}), "text");
+        bad(json!({"seq": 0, "role": "assistant"}), "seq");
+        let pkg = revision_1_2().trace("actions", &[json!({"seq": 0, "kind": "edit", "diff": 3})]);
+        assert_rejected(&pkg, "traces/actions.jsonl", Some(1), Some("diff"));
+        assert_rejected(&revision_1_2().set(OUTCOME, "final_message", json!(1)), OUTCOME, None, Some("final_message"));
+    }
+
+    #[test]
+    fn output_text_is_capped_on_a_character_boundary_with_the_marker() {
+        let path = "artifacts/tool-output/2.txt";
+        // 'é' is two bytes: 16,383 ASCII bytes then 'é' straddles the cap.
+        let long = format!("{}é{}", "a".repeat(OUTPUT_TEXT_CAP - 1), "b".repeat(100));
+        let text = output_text(path, long.as_bytes());
+        let (kept, marker) = text.rsplit_once('\n').unwrap();
+        assert_eq!(kept, "a".repeat(OUTPUT_TEXT_CAP - 1));
+        assert_eq!(
+            marker,
+            format!("[epistore: output truncated at {OUTPUT_TEXT_CAP} of {} bytes; the whole output is in {path}]", long.len())
+        );
+        let fits = "x".repeat(OUTPUT_TEXT_CAP);
+        assert_eq!(output_text(path, fits.as_bytes()), fits);
+        assert_eq!(output_text(path, b"caf\xff"), "caf\u{fffd}");
+        // A tools record naming no file of the package has no text.
+        let e = Pkg::minimal().trace("tools", &[json!({"seq": 0, "tool": "t", "output": "artifacts/none.txt"})]).ok();
+        let t = &e.tools.as_ref().unwrap()[0];
+        assert_eq!((t.output_text.as_ref(), t.output_bytes), (None, None));
     }
 
     #[test]

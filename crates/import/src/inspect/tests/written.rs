@@ -212,7 +212,7 @@ fn chunked_sample() {
                                                             // eval.model once, the ModelEvent once: a tie goes to the first named; the other noted.
     assert_eq!(ep.manifest.model, "anthropic/claude-x");
     let copies: Vec<&str> =
-        run.package.raw.files.iter().map(|f| f.path.as_str()).filter(|p| p.starts_with("artifacts/")).collect();
+        run.package.raw.files.iter().map(|f| f.path.as_str()).filter(|p| p.starts_with("artifacts/source/")).collect();
     assert_eq!(copies.len(), 6, "{copies:?}"); // five sample members and the journal's start.json
 }
 
