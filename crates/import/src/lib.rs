@@ -22,6 +22,7 @@ use std::sync::{Arc, OnceLock};
 
 use epistore_package::BuiltPackage;
 
+pub mod diff;
 pub mod recorder;
 pub mod secrets;
 pub mod shell;
