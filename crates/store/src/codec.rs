@@ -53,6 +53,16 @@ fn decode_from<T: DeserializeOwned>(mut reader: impl std::io::Read, size: usize)
     }
 }
 
+/// Decodes the value a record starts with, ignoring what follows it (a migration reads
+/// the head of an old record, whose tail has another layout). Lengths are limited as
+/// in [`decode`].
+pub(crate) fn decode_head<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    let limit = bincode::config::standard().with_limit::<{ 1 << 32 }>();
+    bincode::serde::decode_from_slice(bytes, limit)
+        .map(|(value, _)| value)
+        .map_err(|e| Error::Corrupt(format!("undecodable record head: {e}")))
+}
+
 /// zstd's largest possible expansion: an RLE block is 4 bytes (3 of header, 1 of
 /// content) for at most 128 KiB of output, so no valid frame decodes to more than this
 /// many times its size (plus one block). A damaged or hostile frame that claims more

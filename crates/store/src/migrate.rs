@@ -1,4 +1,4 @@
-//! Moving a store from format 1 or 2 to the current format: a copy into a new file,
+//! Moving a store from format 1, 2 or 3 to the current format: a copy into a new file,
 //! never an edit of the old one.
 //!
 //! The copy is built beside the store under a temporary name. Only when it is complete
@@ -9,14 +9,15 @@
 //!
 //! What was ingested is copied byte for byte: every file of every episode (a shared
 //! file as its stored blob, an episode's own files into its file record), and the
-//! ingest log. Records and traces decode to the same values and are packed again with
-//! a dictionary trained on the first episodes copied. Episodes get their numbers in
+//! ingest log. Records and traces are derived again from the files by this build's
+//! parser (only the head of an old record, its id, files and ingest entry, is read),
+//! and packed again with a dictionary trained on the first episodes copied. Episodes get their numbers in
 //! ingest-log order, as an ingest of the same batches into a new store would give them.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use epistore_package::{hex, Hash};
+use epistore_package::{hex, parse_package, Hash, RawPackage};
 use redb::{Durability, ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use crate::codec;
@@ -24,9 +25,12 @@ use crate::error::{Error, Result};
 use crate::ingest::DEFAULT_DICTIONARY_SAMPLES;
 use crate::pack::Packer;
 use crate::read::IngestBatch;
+use crate::ingest::record_of;
+use crate::pack::{Decoder, Dictionaries};
+use crate::read::split_files;
 use crate::tables::{
-    self, decode_plain_record, shared_file, split_trace_value, Appender, EpisodeValues, BLOB_DATA, BLOB_INDEX,
-    EPISODE_DATA, EPISODE_INDEX, INGEST_LOG, META, PREVIOUS_FORMATS, STORE_FORMAT, TRACE_DATA,
+    self, shared_file, Appender, EpisodeValues, FileEntry, BLOB_DATA, BLOB_INDEX, DICTIONARIES, EPISODE_DATA,
+    EPISODE_INDEX, FILE_DATA, INGEST_LOG, META, PREVIOUS_FORMATS, STORE_FORMAT, TRACE_DATA,
 };
 use crate::{builder, Store, DB_FILE};
 
@@ -209,7 +213,21 @@ struct Counts {
     batches: u64,
 }
 
-/// The values of a format-1 or format-2 store, as the copy needs them. (One per
+/// The head every format's episode record starts with, in the same bincode layout:
+/// what the record is and which files it has. The rest of an old record (the typed
+/// manifest, outcome and derived state) was bincode of the package crate's structs of
+/// its day; a migration does not read it but derives record and traces again from the
+/// stored files (docs/store-format.md, "Migration"), so a change of the package model
+/// never needs the old structs kept.
+#[derive(serde::Deserialize)]
+struct RecordHead {
+    id: Hash,
+    ingest_seq: u64,
+    source: String,
+    files: Vec<FileEntry>,
+}
+
+/// The values of a store of an earlier format, as the copy needs them. (One per
 /// migration: the variants' sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
 enum OldStore {
@@ -219,13 +237,16 @@ enum OldStore {
         traces: ReadOnlyTable<[u8; 32], &'static [u8]>,
     },
     /// Format 2 has format 3's tables but for `file_data` and `dictionaries`; its
-    /// records are plain bincode, its traces zstd without a dictionary.
-    Format2 {
+    /// records are plain bincode, its traces zstd without a dictionary. Format 3 keeps
+    /// an episode's own files in `file_data` and packs values with dictionaries.
+    Indexed {
         blob_index: ReadOnlyTable<[u8; 32], u64>,
         blob_data: ReadOnlyTable<u64, &'static [u8]>,
         episode_index: ReadOnlyTable<[u8; 32], u64>,
         episode_data: ReadOnlyTable<u64, &'static [u8]>,
         trace_data: ReadOnlyTable<u64, &'static [u8]>,
+        /// Format 3: the own-files table and the dictionaries values name.
+        file_data: Option<(ReadOnlyTable<u64, &'static [u8]>, Decoder)>,
     },
 }
 
@@ -238,12 +259,24 @@ impl OldStore {
                 traces: txn.open_table(format1::TRACES).map_err(Error::redb)?,
             }
         } else {
-            OldStore::Format2 {
+            let file_data = if format == PREVIOUS_FORMATS[2] {
+                let mut dictionaries = Dictionaries::default();
+                for entry in txn.open_table(DICTIONARIES).map_err(Error::redb)?.iter().map_err(Error::redb)? {
+                    let (number, raw) = entry.map_err(Error::redb)?;
+                    dictionaries.insert(number.value(), raw.value());
+                }
+                let decoder = Decoder(std::sync::Arc::new(dictionaries));
+                Some((txn.open_table(FILE_DATA).map_err(Error::redb)?, decoder))
+            } else {
+                None
+            };
+            OldStore::Indexed {
                 blob_index: txn.open_table(BLOB_INDEX).map_err(Error::redb)?,
                 blob_data: txn.open_table(BLOB_DATA).map_err(Error::redb)?,
                 episode_index: txn.open_table(EPISODE_INDEX).map_err(Error::redb)?,
                 episode_data: txn.open_table(EPISODE_DATA).map_err(Error::redb)?,
                 trace_data: txn.open_table(TRACE_DATA).map_err(Error::redb)?,
+                file_data,
             }
         })
     }
@@ -252,40 +285,68 @@ impl OldStore {
         Error::Corrupt(format!("the old store lacks the {what} of {}", hex(id)))
     }
 
-    /// An episode's plain bincode record.
-    fn record(&self, id: &Hash) -> Result<Vec<u8>> {
-        let found = match self {
-            OldStore::Format1 { episodes, .. } => episodes.get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()),
-            OldStore::Format2 { episode_index, episode_data, .. } => {
-                match episode_index.get(*id).map_err(Error::redb)? {
-                    Some(n) => episode_data.get(n.value()).map_err(Error::redb)?.map(|v| v.value().to_vec()),
-                    None => None,
+    /// An episode's number in the data tables (formats 2 and 3).
+    fn number(index: &ReadOnlyTable<[u8; 32], u64>, id: &Hash) -> Result<u64> {
+        index.get(*id).map_err(Error::redb)?.map(|n| n.value()).ok_or_else(|| OldStore::missing("record", id))
+    }
+
+    /// The head of an episode's record.
+    fn head(&self, id: &Hash) -> Result<RecordHead> {
+        let plain = match self {
+            OldStore::Format1 { episodes, .. } => {
+                episodes.get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()).ok_or_else(|| Self::missing("record", id))?
+            }
+            OldStore::Indexed { episode_index, episode_data, file_data, .. } => {
+                let n = Self::number(episode_index, id)?;
+                let stored = episode_data.get(n).map_err(Error::redb)?.ok_or_else(|| Self::missing("record", id))?;
+                match file_data {
+                    Some((_, decoder)) => decoder.plain(stored.value())?,
+                    None => stored.value().to_vec(),
                 }
             }
         };
-        found.ok_or_else(|| OldStore::missing("record", id))
+        let head: RecordHead = codec::decode_head(&plain)?;
+        if head.id != *id {
+            return Err(Error::Corrupt(format!("the old store keeps the record of {} under {}", hex(&head.id), hex(id))));
+        }
+        Ok(head)
     }
 
-    /// An episode's plain bincode traces.
-    fn traces(&self, id: &Hash) -> Result<Vec<u8>> {
-        let stored = match self {
-            OldStore::Format1 { traces, .. } => traces.get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()),
-            OldStore::Format2 { episode_index, trace_data, .. } => match episode_index.get(*id).map_err(Error::redb)? {
-                Some(n) => match trace_data.get(n.value()).map_err(Error::redb)? {
-                    Some(v) => Some(split_trace_value(v.value())?.1.to_vec()),
-                    None => None,
-                },
-                None => None,
-            },
+    /// The package of an episode, every file checked against its hash.
+    fn package(&self, head: &RecordHead) -> Result<RawPackage> {
+        let shared = |f: &FileEntry| -> Result<Vec<u8>> {
+            let stored = self.blob(&f.hash)?.ok_or_else(|| Self::missing("blob", &f.hash))?;
+            codec::decode_blob(&stored)
         };
-        codec::decode_blob(&stored.ok_or_else(|| OldStore::missing("trace record", id))?)
+        let bytes = match self {
+            OldStore::Indexed { episode_index, file_data: Some((file_data, decoder)), .. } => {
+                let own = if head.files.iter().all(|f| shared_file(&f.path, f.size)) {
+                    Vec::new()
+                } else {
+                    let n = Self::number(episode_index, &head.id)?;
+                    let stored = file_data.get(n).map_err(Error::redb)?.ok_or_else(|| Self::missing("files", &head.id))?;
+                    decoder.plain(stored.value())?
+                };
+                split_files(&head.files, &own, shared)?
+            }
+            // Formats 1 and 2 keep every file as a blob (the id check below covers
+            // their bytes).
+            _ => head.files.iter().map(shared).collect::<Result<Vec<_>>>()?,
+        };
+        let files: BTreeMap<String, Vec<u8>> =
+            head.files.iter().map(|f| f.path.clone()).zip(bytes).collect();
+        let raw = RawPackage::new(head.source.clone(), files);
+        if raw.id != head.id {
+            return Err(Error::Corrupt(format!("the files of episode {} do not hash to its id", hex(&head.id))));
+        }
+        Ok(raw)
     }
 
     /// A file's stored blob (codec-tagged), if the store holds it.
     fn blob(&self, hash: &Hash) -> Result<Option<Vec<u8>>> {
         Ok(match self {
             OldStore::Format1 { blobs, .. } => blobs.get(*hash).map_err(Error::redb)?.map(|v| v.value().to_vec()),
-            OldStore::Format2 { blob_index, blob_data, .. } => match blob_index.get(*hash).map_err(Error::redb)? {
+            OldStore::Indexed { blob_index, blob_data, .. } => match blob_index.get(*hash).map_err(Error::redb)? {
                 Some(n) => blob_data.get(n.value()).map_err(Error::redb)?.map(|v| v.value().to_vec()),
                 None => None,
             },
@@ -301,7 +362,7 @@ impl OldStore {
                     f(hash.value(), bytes.value())?;
                 }
             }
-            OldStore::Format2 { blob_index, .. } => {
+            OldStore::Indexed { blob_index, .. } => {
                 for entry in blob_index.iter().map_err(Error::redb)? {
                     let (hash, _) = entry.map_err(Error::redb)?;
                     let bytes = self.blob(&hash.value())?.ok_or_else(|| OldStore::missing("blob", &hash.value()))?;
@@ -318,7 +379,7 @@ impl OldStore {
             OldStore::Format1 { episodes, traces, .. } => {
                 (episodes.len().map_err(Error::redb)?, traces.len().map_err(Error::redb)?)
             }
-            OldStore::Format2 { episode_data, trace_data, .. } => {
+            OldStore::Indexed { episode_data, trace_data, .. } => {
                 (episode_data.len().map_err(Error::redb)?, trace_data.len().map_err(Error::redb)?)
             }
         })
@@ -360,21 +421,19 @@ fn copy(
         let batch: IngestBatch = codec::decode(logged.value())?;
         {
             let mut tables = Appender::open(&txn)?;
-            let mut records = Vec::with_capacity(batch.episodes.len());
+            let mut heads: Vec<RecordHead> = Vec::with_capacity(batch.episodes.len());
             for id in &batch.episodes {
                 // An id that an earlier entry already added (two ingests of the same
                 // package racing in one process could log it twice) is stored once.
-                if tables.has_episode(id)? || records.iter().any(|(r, _, _)| r == id) {
+                if tables.has_episode(id)? || heads.iter().any(|h| h.id == *id) {
                     continue;
                 }
-                let bytes = old.record(id)?;
-                let record = decode_plain_record(&bytes)?;
-                records.push((*id, bytes, record));
+                heads.push(old.head(id)?);
             }
             // New shared blobs in hash order, as an ingest of this batch writes them.
-            let mut new_blobs: Vec<Hash> = records
+            let mut new_blobs: Vec<Hash> = heads
                 .iter()
-                .flat_map(|(_, _, r)| r.files.iter().filter(|f| shared_file(&f.path, f.size)).map(|f| f.hash))
+                .flat_map(|h| h.files.iter().filter(|f| shared_file(&f.path, f.size)).map(|f| f.hash))
                 .collect();
             new_blobs.sort_unstable();
             new_blobs.dedup();
@@ -387,24 +446,32 @@ fn copy(
                 pending_bytes += bytes.len() as u64;
                 counts.blobs += 1;
             }
-            for (id, record_bytes, record) in &records {
+            for head in &heads {
+                let raw = old.package(head)?;
+                // The typed record and traces are derived again by this build's parser
+                // (an older build accepted the package, and revisions only add).
+                let episode = parse_package(&raw).map_err(|p| {
+                    Error::Corrupt(format!("episode {} no longer validates: {p}", hex(&head.id)))
+                })?;
+                let mut record = record_of(&raw, &episode);
+                record.ingest_seq = head.ingest_seq;
+                record.source = head.source.clone();
                 let mut own = Vec::new();
-                for file in &record.files {
+                for file in &raw.files {
                     named.insert(file.hash);
-                    if !shared_file(&file.path, file.size) {
-                        let stored = old.blob(&file.hash)?.ok_or_else(|| OldStore::missing("blob", &file.hash))?;
-                        own.extend_from_slice(&codec::decode_blob(&stored)?);
+                    if !shared_file(&file.path, file.bytes.len() as u64) {
+                        own.extend_from_slice(&file.bytes);
                     }
                 }
                 let values = EpisodeValues {
-                    record: packer.pack(record_bytes),
-                    traces: packer.pack(&old.traces(id)?),
+                    record: packer.pack(&codec::encode(&record)),
+                    traces: packer.pack(&codec::encode(&episode)),
                     files: packer.pack(&own),
                 };
                 if let Some(dictionary) = packer.dictionary() {
                     tables.add_dictionary(&dictionary)?;
                 }
-                tables.add_episode(id, &record.manifest, &values)?;
+                tables.add_episode(&head.id, &record.manifest, &values)?;
                 pending_bytes += (values.record.len() + values.traces.len() + values.files.len()) as u64;
                 counts.episodes += 1;
             }

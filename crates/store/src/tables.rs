@@ -5,13 +5,12 @@ use epistore_package::{Derived, Hash, Manifest, Outcome};
 use redb::{ReadTransaction, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use crate::codec;
 use crate::error::{Error, Result};
 
 /// Format of the store itself (not of packages). Bumped on any incompatible change.
-pub const STORE_FORMAT: &str = "epistore-store/3";
+pub const STORE_FORMAT: &str = "epistore-store/4";
 /// The formats [`crate::Store::migrate`] converts from, oldest first.
-pub const PREVIOUS_FORMATS: [&str; 2] = ["epistore-store/1", "epistore-store/2"];
+pub const PREVIOUS_FORMATS: [&str; 3] = ["epistore-store/1", "epistore-store/2", "epistore-store/3"];
 
 // Layout: every large value lives in an append-only `*_DATA` table under a sequence
 // number, so a new value is always written at the right edge of its B-tree and never
@@ -121,7 +120,7 @@ pub struct EpisodeRecord {
     pub outcome: Outcome,
     pub derived: Derived,
     /// Records per trace, in `epistore_package::TRACE_FILES` order; `None`: not recorded.
-    pub trace_counts: [Option<u32>; 7],
+    pub trace_counts: [Option<u32>; epistore_package::TRACE_FILES.len()],
 }
 
 impl EpisodeRecord {
@@ -330,10 +329,6 @@ pub(crate) fn check_format(txn: &ReadTransaction) -> Result<()> {
 }
 
 /// Decodes a format-1/2 record (plain bincode, as those formats stored it).
-pub(crate) fn decode_plain_record(bytes: &[u8]) -> Result<EpisodeRecord> {
-    codec::decode(bytes)
-}
-
 /// The latest dictionary a store holds, and the number after the last.
 pub(crate) fn latest_dictionary(
     table: &impl ReadableTable<u32, &'static [u8]>,
@@ -344,5 +339,69 @@ pub(crate) fn latest_dictionary(
             Ok((Some(crate::pack::Dictionary::new(number, raw.value().to_vec())), number + 1))
         }
         None => Ok((None, 0)),
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    //! The stored record and traces are bincode of the package crate's typed model, so
+    //! a field added there changes this store format's bytes. This test makes that
+    //! change loud: when it fails, bump `STORE_FORMAT`, add the old one to
+    //! `PREVIOUS_FORMATS` (the migration derives records and traces again from the
+    //! files, so no old struct needs keeping) and write the old format's fixture first
+    //! (`tests/fixtures/store-v*`). Only then update the fingerprint below.
+
+    use std::collections::BTreeMap;
+
+    use epistore_package::{hex, parse_package, RawPackage};
+
+    use crate::codec;
+    use crate::ingest::record_of;
+
+    /// blake3 of the encoded record and traces of the package below, in format 4.
+    const FINGERPRINT: &str = "d217d4340b5e14ca2ee465e2e15d9a1316dcc6e2ad20c680185766e11db56807";
+
+    #[test]
+    fn the_stored_layout_changes_only_with_the_store_format() {
+        let mut files = BTreeMap::new();
+        let put = |files: &mut BTreeMap<String, Vec<u8>>, path: &str, text: &str| {
+            files.insert(path.to_string(), text.as_bytes().to_vec());
+        };
+        put(
+            &mut files,
+            "manifest.json",
+            r#"{"format": "episode-package/1.2", "episode": "e", "model": {"name": "m", "version": "1"},
+                "harness": {"level": "H1", "components": ["verification"]},
+                "task": {"id": "t", "cluster": "c", "prompt": "do it"}, "requirements": [{"id": "R1"}],
+                "seed": 3, "tags": {"k": 1}, "odd": true}"#,
+        );
+        put(
+            &mut files,
+            "outcome.json",
+            r#"{"label": null, "agent_reported_complete": true, "correct": false, "cost": {"tokens_in": 5},
+                "fault_locations": ["a.py:1"], "final_message": "done", "evidence_posture": "stale"}"#,
+        );
+        put(
+            &mut files,
+            "traces/messages.jsonl",
+            r#"{"seq": 0, "role": "user", "author": "human", "text": "do it"}
+{"seq": 1, "role": "assistant", "tool_call_id": "c", "tool": "sh", "arguments": {"x": 1}, "tool_seq": 2, "tokens_in": 4}
+{"seq": 5, "role": "tool", "tool_seq": 2, "is_error": false}"#,
+        );
+        put(&mut files, "traces/tools.jsonl", r#"{"seq": 2, "tool": "sh", "command": "pytest", "exit_code": 1, "output": "artifacts/o.txt"}"#);
+        put(&mut files, "artifacts/o.txt", "1 failed");
+        put(&mut files, "traces/actions.jsonl", r#"{"seq": 3, "kind": "edit", "paths": ["a.py"], "tool_seq": 2, "diff": "--- a/a.py"}"#);
+        put(&mut files, "traces/verification.jsonl", r#"{"seq": 4, "check_id": "t", "actor": "agent", "result": "fail"}"#);
+        put(&mut files, "traces/entropy.jsonl", "");
+        let raw = RawPackage::new("p".into(), files);
+        let episode = parse_package(&raw).expect("valid");
+        let record = record_of(&raw, &episode);
+        let mut bytes = codec::encode(&record);
+        bytes.extend(codec::encode(&episode));
+        assert_eq!(
+            hex(blake3::hash(&bytes).as_bytes()),
+            FINGERPRINT,
+            "the stored layout changed: see this module's comment before updating the fingerprint"
+        );
     }
 }
