@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::{
     Better, BoardFormat, BootstrapArgs, EntriesArgs, ExportArgs, ExportFormatArg, IngestArgs, LeaderboardArgs,
-    MetricsArgs, OutputFormat, ServeArgs, ShowArgs, SqlArgs,
+    MetricsArgs, OutputFormat, SearchArgs, ServeArgs, ShowArgs, SqlArgs,
 };
 
 /// An error and its causes on one line, skipping causes whose text an earlier part
@@ -274,6 +274,17 @@ pub fn sql(store_dir: &Path, args: &SqlArgs) -> Result<ExitCode> {
         let batches = session.block_on(session.engine.query(&statement))?;
         print_result(&batches, args.format)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn search(store_dir: &Path, args: &SearchArgs) -> Result<ExitCode> {
+    let session = Session::open(store_dir)?;
+    let hits = session.block_on(session.engine.search(&args.query, args.limit, args.filter.as_deref()))?;
+    if hits.num_rows() == 0 && matches!(args.format, OutputFormat::Table) {
+        eprintln!("no hits");
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_result(&[hits], args.format)?;
     Ok(ExitCode::SUCCESS)
 }
 

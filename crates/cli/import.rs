@@ -46,7 +46,8 @@ pub struct ImportArgs {
     /// Write package directories here instead of ingesting them.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Import runs whose source files are already in the store again, as new episodes.
+    /// Import runs whose source files are already in the store again, as new episodes
+    /// that supersede the earlier imports (after an upgrade that writes more).
     #[arg(long)]
     pub reimport: bool,
     /// Replace what looks like a secret (API keys, tokens, private keys) in the
@@ -138,13 +139,16 @@ impl Summary {
 /// Earlier imports in the store: their source keys (for "already present") and, per
 /// (format, episode label), the source file they were read from (for "grown").
 struct StoredImports {
+    /// Source key -> the latest import of it (ingest order), and whether it has a verdict.
     keys: HashMap<String, (Hash, bool)>,
+    /// `--reimport`: a run imported again supersedes its earlier import.
+    reimport: bool,
     by_label: HashMap<(String, String), Vec<(Hash, FileEntry)>>,
     snapshot: Mutex<Snapshot>,
 }
 
 impl StoredImports {
-    fn read(store: &Store) -> Result<StoredImports> {
+    fn read(store: &Store, reimport: bool) -> Result<StoredImports> {
         let snapshot = store.snapshot()?;
         let mut keys = HashMap::new();
         let mut by_label: HashMap<(String, String), Vec<(Hash, FileEntry)>> = HashMap::new();
@@ -179,7 +183,7 @@ impl StoredImports {
             }
             Ok(true)
         })?;
-        Ok(StoredImports { keys, by_label, snapshot: Mutex::new(snapshot) })
+        Ok(StoredImports { keys, reimport, by_label, snapshot: Mutex::new(snapshot) })
     }
 
     /// Whether the unit's main source part (its first file, and the part of it) was the
@@ -218,6 +222,13 @@ impl Prior for StoredImports {
             }
         }
         None
+    }
+
+    fn replaced(&self, source_keys: &[String]) -> Option<String> {
+        if !self.reimport {
+            return None;
+        }
+        source_keys.iter().find_map(|k| self.keys.get(k)).map(|(id, _)| hex(id))
     }
 }
 
@@ -272,7 +283,7 @@ fn run(store: Option<&Store>, args: &ImportArgs) -> Result<(Summary, f64)> {
 /// Reads every unit on the ingest threads and commits the packages through the
 /// store's ingest; a run already imported (by its source files) is skipped first.
 fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs, summary: &mut Summary) -> Result<()> {
-    let stored = StoredImports::read(store)?;
+    let stored = StoredImports::read(store, args.reimport)?;
     let options = args.options();
     let ctx = Context { options: &options, reports: &planned.reports, prior: Some(&stored) };
     let shared = Mutex::new(std::mem::take(summary));

@@ -93,6 +93,15 @@ enum Command {
     /// function verifier_pairs_at(c). Statements that write files or change the catalog
     /// (COPY, CREATE, INSERT, SET, ...) are refused.
     Sql(SqlArgs),
+    /// Find runs by what happened in them: full-text search over the messages, tool
+    /// output, commands and edit diffs of every episode.
+    ///
+    /// QUERY: words (all must match), "a phrase", AND / OR / NOT, and field filters
+    /// role:assistant, tool:Bash, kind:output (system, user, assistant, tool, output,
+    /// command, diff), path:"src/app.py". Hits are best first, with the episode id and
+    /// the record's seq to join with the SQL tables; the same rows as
+    /// `SELECT * FROM search('QUERY', LIMIT)`.
+    Search(SearchArgs),
     /// The headline population metrics (docs/metrics.md §A-§C), pooled over the chosen keys.
     ///
     /// Every ratio is a sum of numerators over a sum of denominators (never a mean of
@@ -219,6 +228,21 @@ pub(crate) struct SqlArgs {
     /// Run the statements of this file.
     #[arg(long, short, conflicts_with = "query")]
     file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    format: OutputFormat,
+}
+
+// `epistore search`.
+#[derive(clap::Args)]
+pub(crate) struct SearchArgs {
+    query: String,
+    /// Only episodes matching this SQL condition on episode_facts columns
+    /// (model, harness_level, task, label, posture, source_format, ...).
+    #[arg(long = "where")]
+    filter: Option<String>,
+    /// At most this many hits.
+    #[arg(long, default_value_t = 20)]
+    limit: usize,
     #[arg(long, value_enum, default_value = "table")]
     format: OutputFormat,
 }
@@ -510,6 +534,7 @@ where
         Command::Ingest(args) => commands::ingest(&cli.store, &args),
         Command::Import(args) => import::import(&cli.store, args),
         Command::Sql(args) => commands::sql(&cli.store, &args),
+        Command::Search(args) => commands::search(&cli.store, &args),
         Command::Metrics(args) if args.ci => commands::metric_intervals(&cli.store, &args),
         Command::Metrics(args) => commands::metrics(&cli.store, &args),
         Command::Export(args) => commands::export(&cli.store, &args),

@@ -214,6 +214,22 @@ class Database:
         native = self._db.sql(query)
         return _reader(native) if stream else _table(native)
 
+    def search(self, query: str, where: str | None = None, limit: int = 20) -> pa.Table:
+        """Full-text search over what happened in the runs, as ``epistore search``:
+        messages, tool output, commands and edit diffs.
+
+        ``query`` takes words (all must match), ``"a phrase"``, AND / OR / NOT and
+        field filters (``role:assistant``, ``tool:Bash``, ``kind:output``);
+        ``where`` keeps the episodes matching a SQL condition on ``episode_facts``.
+        Returns the columns episode_id, seq, kind, tool, snippet (matches in «»)
+        and score, best first: the same rows as
+        ``db.sql("SELECT * FROM search('QUERY', LIMIT)")``, so hits join with
+        ``episodes`` on ``episode_id`` and with the trace tables on ``seq``::
+
+            db.search('"rate limit"', where="model = 'gpt-5'").to_pandas()
+        """
+        return _table(self._db.search(query, where, limit))
+
     def tables(self) -> List[str]:
         """The names of every table and view (``information_schema.tables``), sorted."""
         return self._db.tables()

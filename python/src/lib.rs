@@ -136,6 +136,18 @@ impl Database {
         .map_err(py_err)
     }
 
+    /// `epistore search`: the best `limit` hits of a full-text query, only in the
+    /// episodes matching `filter` when given.
+    #[pyo3(signature = (query, filter=None, limit=20))]
+    fn search(&self, py: Python<'_>, query: String, filter: Option<String>, limit: usize) -> PyResult<ArrowStream> {
+        py.detach(|| {
+            let engine = self.engine()?;
+            let hits = self.runtime.block_on(engine.search(&query, limit, filter.as_deref()))?;
+            Ok(ArrowStream::batches(hits.schema(), vec![hits]))
+        })
+        .map_err(py_err)
+    }
+
     /// `epistore metrics`: the headline (or, `all`, every) metric pooled over `by`.
     /// With `ci`: one row per entry and metric with its bootstrap interval.
     #[pyo3(signature = (by, filter=None, all=false, ci=false, replicates=None, seed=None))]

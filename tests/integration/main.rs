@@ -5,6 +5,7 @@ mod util;
 
 mod cli;
 mod columnar;
+mod content;
 mod concurrency;
 mod crash;
 mod damage;

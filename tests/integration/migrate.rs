@@ -1,6 +1,6 @@
 //! Stores written by older builds: refused with a way forward, and migrated into the
-//! current format without losing or changing anything (tests/fixtures/store-v1 and
-//! store-v2, written by the last builds of formats 1 and 2).
+//! current format without losing or changing anything (tests/fixtures/store-v1,
+//! store-v2 and store-v3, written by the last builds of formats 1, 2 and 3).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,7 @@ struct Fixture {
 
 const FORMAT1: Fixture = Fixture { format: 1, holds: (4, 2) };
 const FORMAT2: Fixture = Fixture { format: 2, holds: (9, 3) };
+const FORMAT3: Fixture = Fixture { format: 3, holds: (9, 3) };
 
 impl Fixture {
     fn dir(self) -> PathBuf {
@@ -95,8 +96,10 @@ fn table_names(store: &TestStore) -> Vec<String> {
 }
 
 /// Tables and views added after the format-1 fixture was written (the format-2 one has
-/// all but `revision_changes`).
-const NEW_TABLES: &[&str] = &["all_episodes", "revision_changes"];
+/// all but `revision_changes`, the format-3 one all but `messages`).
+const NEW_TABLES: &[&str] = &["all_episodes", "revision_changes", "messages"];
+/// The format this build writes.
+const CURRENT: &str = "epistore-store/4";
 
 fn files_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =
@@ -196,7 +199,7 @@ fn migration_keeps_every_answer_and_the_old_store(fixture: Fixture) {
     // reader of the old format: the migration's own copy.
     let report = migrate(&store);
     assert_eq!(report["from"], fixture.name());
-    assert_eq!(report["to"], "epistore-store/3");
+    assert_eq!(report["to"], CURRENT);
     assert_eq!(
         (report["episodes"].as_u64(), report["batches"].as_u64()),
         (Some(fixture.holds.0), Some(fixture.holds.1)),
@@ -219,7 +222,7 @@ fn migration_keeps_every_answer_and_the_old_store(fixture: Fixture) {
         }
     }
     let info = store.sql("SELECT value FROM epistore_info WHERE key = 'store_format'");
-    assert_eq!(info[0]["value"], "epistore-store/3");
+    assert_eq!(info[0]["value"], CURRENT);
 
     // The packages come back byte for byte: the bundled ones against their files, and
     // every package of the migrated store against a migration of the kept old file.
@@ -265,6 +268,19 @@ fn migrating_a_format1_store_keeps_every_answer_and_the_old_store() {
 #[test]
 fn migrating_a_format2_store_keeps_every_answer_and_the_old_store() {
     migration_keeps_every_answer_and_the_old_store(FORMAT2);
+}
+
+#[test]
+fn a_format3_store_is_refused_with_the_way_forward() {
+    refused_with_the_way_forward(FORMAT3);
+}
+
+/// Format 3 kept records and traces as bincode of the package model of its day; the
+/// migration derives them again from the files, so the imported episodes (written as
+/// revision 1.1 then) keep their ids, answers and bytes.
+#[test]
+fn migrating_a_format3_store_keeps_every_answer_and_the_old_store() {
+    migration_keeps_every_answer_and_the_old_store(FORMAT3);
 }
 
 #[test]

@@ -539,6 +539,11 @@ pub trait Prior: Sync {
     /// The episode id of an earlier import of a log that has since grown: same source
     /// format and episode label, and its source file is a prefix of `file`.
     fn grown_from(&self, format: Format, episode: &str, file: &Path) -> Option<String>;
+    /// The episode id of an earlier import of exactly these source parts (by
+    /// [`Recorder::source_keys`]) that this run replaces: when the caller imports again
+    /// on purpose (`--reimport`, after an upgrade that writes more), the new package
+    /// supersedes the old one, so the run is counted once. `None` otherwise.
+    fn replaced(&self, source_keys: &[String]) -> Option<String>;
 }
 
 /// What [`read_unit`] needs beside the unit.
@@ -566,12 +571,16 @@ pub fn read_unit(unit: &Unit, ctx: &Context) -> Vec<Result<Run, Refusal>> {
 }
 
 fn finish(mut recorder: Recorder, unit: &Unit, ctx: &Context) -> Result<Run, Refusal> {
-    if let (Some(prior), Part::Whole) = (ctx.prior, &unit.part) {
-        if let Some(old) = prior.grown_from(unit.format, recorder.episode(), &unit.files[0].path) {
+    let source_keys = recorder.source_keys();
+    if let Some(prior) = ctx.prior {
+        let grown = match &unit.part {
+            Part::Whole => prior.grown_from(unit.format, recorder.episode(), &unit.files[0].path),
+            _ => None,
+        };
+        if let Some(old) = grown.or_else(|| prior.replaced(&source_keys)) {
             recorder.supersedes(old);
         }
     }
-    let source_keys = recorder.source_keys();
     let mut verdict_from_report = false;
     if let Some(report) = recorder.instance_id.as_ref().and_then(|id| ctx.reports.get(id)) {
         if !recorder.has_verdict() {

@@ -47,7 +47,7 @@ use crate::tables::{Loaded, TableKind};
 use crate::views;
 
 /// Bumped with the SQL schema: segments of another schema are never read.
-const SCHEMA_GENERATION: &str = "epistore-sql-3";
+const SCHEMA_GENERATION: &str = "epistore-sql-4";
 
 /// The directory of this build's segments: the schema generation and a fingerprint of
 /// the per-episode SQL stored in them (a changed query file means other rows).
@@ -353,6 +353,9 @@ fn write_segment_files(
     for writer in writers.into_iter().chain(derived_writers.into_iter().flatten()) {
         writer.close()?;
     }
+    // The segment's search index (messages, tool output, commands, diffs), beside its
+    // tables and listed in the same manifest.
+    crate::search::write_segment_index(tmp, &loaded)?;
     Ok(())
 }
 
@@ -385,6 +388,11 @@ fn write_manifest(dir: &Path, first: u64, last: u64, episodes: u64) -> Result<()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".parquet"))
         .collect();
+    let index = dir.join(crate::search::INDEX_DIR);
+    if index.is_dir() {
+        let listed = epistore_search::index_files(&index).map_err(crate::search::search_error)?;
+        names.extend(listed.into_iter().map(|f| format!("{}/{f}", crate::search::INDEX_DIR)));
+    }
     names.sort();
     for name in names {
         let path = dir.join(&name);
@@ -428,7 +436,13 @@ fn read_manifest(seg: &Segment) -> std::result::Result<(u64, Vec<ListedFile>), S
             })
         })()
         .ok_or_else(|| format!("{}: files[{i}] is malformed", path.display()))?;
-        if listed.name.contains('/') || listed.name.contains('\\') || listed.name.starts_with('.') {
+        // A table file, or a file of the search index one level down (`search/NAME`;
+        // tantivy's own bookkeeping files start with a dot).
+        let inside = match listed.name.strip_prefix(&format!("{}/", crate::search::INDEX_DIR)) {
+            Some(rest) => !rest.is_empty() && rest != "." && rest != ".." && !rest.contains(['/', '\\']),
+            None => !listed.name.contains(['/', '\\']) && !listed.name.starts_with('.'),
+        };
+        if !inside {
             return Err(format!("{}: files[{i}] names `{}`, outside the segment", path.display(), listed.name));
         }
         files.push(listed);
@@ -457,6 +471,10 @@ pub fn segment_problem(seg: &Segment, check: Check) -> Option<String> {
         if !files.iter().any(|f| f.name == format!("{name}.parquet")) {
             return Some(format!("{}: the manifest lists no `{name}.parquet`", seg.dir.display()));
         }
+    }
+    let index_meta = format!("{}/meta.json", crate::search::INDEX_DIR);
+    if !files.iter().any(|f| f.name == index_meta) {
+        return Some(format!("{}: the manifest lists no search index (`{index_meta}`)", seg.dir.display()));
     }
     for file in &files {
         let path = seg.dir.join(&file.name);
@@ -513,6 +531,9 @@ pub fn verify_segments(store: &Store, snapshot: &Snapshot, repair: bool) -> Resu
             continue; // newer than this snapshot: a writer is adding it
         }
         let mut problem = segment_problem(seg, Check::Full);
+        if problem.is_none() {
+            problem = epistore_search::check_index(&seg.dir.join(crate::search::INDEX_DIR), None);
+        }
         if problem.is_none() {
             let (episodes, _) = read_manifest(seg).map_err(|e| io(&seg.dir, std::io::Error::other(e)))?;
             let mut logged = 0u64;

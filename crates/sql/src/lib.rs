@@ -10,8 +10,10 @@ pub mod columnar;
 mod error;
 pub mod export;
 pub mod intervals;
+mod json;
 mod output;
 mod provider;
+pub mod search;
 pub mod sql_text;
 pub mod statement;
 mod supersession;
@@ -60,6 +62,7 @@ pub struct Engine {
     /// The ingest sequence of the snapshot the tables were built from.
     pub snapshot_seq: u64,
     data: Option<Arc<StoreData>>,
+    search: search::SearchIndexes,
 }
 
 /// `epistore_info(key, value)`: which schema and which snapshot a session answers from.
@@ -133,7 +136,8 @@ impl Engine {
             .collect::<Result<Vec<_>>>()?;
         let excluded = Self::register_tables(&ctx, &snapshot, tables).await?;
         let stored_views = |name: &str, schema: SchemaRef| over_segments(name, schema).map(Some);
-        Self::finish(ctx, snapshot_seq, episodes, None, &stored_views, &excluded).await
+        let indexes = search::SearchIndexes::over(&segments, &excluded);
+        Self::finish(ctx, snapshot_seq, episodes, None, &stored_views, &excluded, indexes).await
     }
 
     /// Registers tables that decode episodes straight from the store (no columnar
@@ -148,7 +152,8 @@ impl Engine {
         let tables: Vec<(&str, Arc<dyn TableProvider>)> =
             TableKind::ALL.iter().map(|&k| (k.name(), Arc::new(StoreTable::new(k, data.clone())) as _)).collect();
         Self::register_tables_excluding(&ctx, &excluded, tables).await?;
-        Self::finish(ctx, snapshot_seq, episodes, Some(data), &|_, _| Ok(None), &excluded).await
+        let indexes = search::SearchIndexes::none();
+        Self::finish(ctx, snapshot_seq, episodes, Some(data), &|_, _| Ok(None), &excluded, indexes).await
     }
 
     /// Registers the base tables without the episodes a later import supersedes (as
@@ -178,6 +183,11 @@ impl Engine {
         let ctx = SessionContext::new_with_config(session_config().with_information_schema(true));
         // Before any view is planned: a view keeps the `sum` it was planned with.
         ctx.register_udaf(checked_sum::checked_sum());
+        // JSON functions for the JSON text columns: `messages.arguments`,
+        // `manifest_extra`, `outcome_extra`, every `extra`.
+        for udf in json::functions() {
+            ctx.register_udf(udf);
+        }
         ctx
     }
 
@@ -188,11 +198,37 @@ impl Engine {
         data: Option<Arc<StoreData>>,
         stored_views: views::Materialized<'_>,
         excluded: &[String],
+        search: search::SearchIndexes,
     ) -> Result<Engine> {
         ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
         supersession::register_all_episodes(&ctx, excluded).await?;
         views::register(&ctx, stored_views, excluded).await?;
-        Ok(Engine { ctx, snapshot_seq, data })
+        ctx.register_udtf("search", Arc::new(search::SearchFunction(search.clone())));
+        Ok(Engine { ctx, snapshot_seq, data, search })
+    }
+
+    /// The best `limit` hits of a full-text `query` (tantivy's syntax: phrases,
+    /// AND/OR/NOT, `role:`, `tool:`, `kind:`, `path:`), only in the episodes matching
+    /// `filter` (a condition on `episode_facts` columns, as `--where` takes) when given.
+    /// The same rows as `SELECT * FROM search(query, limit)`, filtered.
+    pub async fn search(&self, query: &str, limit: usize, filter: Option<&str>) -> Result<RecordBatch> {
+        let episodes = match filter {
+            None => None,
+            Some(f) => {
+                let sql = format!("SELECT episode_id FROM episode_facts{}", sql_text::episode_filter("episode_facts", Some(f)));
+                let mut ids = std::collections::HashSet::new();
+                for batch in self.query(&sql).await? {
+                    let column = batch.column(0).as_any().downcast_ref::<datafusion::arrow::array::StringArray>();
+                    let Some(column) = column else {
+                        return Err(Error::Usage("episode_facts.episode_id is not text".into()));
+                    };
+                    ids.extend(column.iter().flatten().map(str::to_string));
+                }
+                Some(ids)
+            }
+        };
+        let hits = self.search.search(query, limit, episodes)?;
+        search::batch(&hits)
     }
 
     /// Episodes decoded so far by this session's scans.

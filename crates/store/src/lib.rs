@@ -9,7 +9,7 @@
 //! * An episode is found by its id (docs/format.md §6.4: blake3 over the package listing), so the
 //!   same package ingested twice is one episode.
 //! * Values are appended under sequence numbers (blob numbers, episode numbers in ingest
-//!   order); small hash -> number indexes find them (format `epistore-store/3`).
+//!   order); small hash -> number indexes find them (format `epistore-store/4`).
 //!   [`Store::migrate`] converts a store of an earlier format.
 //! * Every commit saves redb's allocator state (quick repair), so a store killed
 //!   mid-write reopens without a walk over the file.

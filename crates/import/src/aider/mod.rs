@@ -5,9 +5,11 @@
 //! header's line, and the session's text (header up to the next header) as its source
 //! copy. aider writes no tool calls and no per-event times: [`parse`] reads a session
 //! into turns of events ([`lines`]: what one of aider's lines says), [`record`] tells
-//! them to the recorder ([`input`]: the command line and a person's inputs), and
-//! [`gitlog`] reads a `--git-log` file for the files an `/undo` rolled back.
+//! them to the recorder ([`input`]: the command line and a person's inputs; [`blocks`]:
+//! a reply's SEARCH/REPLACE blocks, the diffs of its edits), and [`gitlog`] reads a
+//! `--git-log` file for the files an `/undo` rolled back.
 
+mod blocks;
 mod gitlog;
 mod input;
 mod lines;

@@ -36,11 +36,19 @@ pub(super) struct Turn {
     /// aider's output before the model's first reply (a `/run` command's output, which
     /// aider before 0.5x logged).
     pub output: String,
+    /// The turn's first `> ` message as aider wrote it (its `> ` and the two spaces
+    /// ending it removed, the lines between untouched), when it came before any reply:
+    /// what a `/run`, `/test` or `/git` printed, in the versions that log it.
+    pub first_output: Option<String>,
+    /// The main model a `Model: X with F edit format` line of this turn names (at start,
+    /// after `/model`): the model of the replies from here on.
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Event {
-    /// A block of the model's reply text: its first line.
+    /// A block of the model's reply text, whole (aider logs `content.strip()`; blank
+    /// lines before the next `> ` or `#### ` line may trail it).
     Reply(String),
     /// `Tokens: N sent, N received. Cost: $X request, $Y session.`
     Tokens { sent: Option<i64>, received: Option<i64>, session_usd: Option<f64>, rounded: bool },
@@ -98,6 +106,19 @@ fn is_group_echo(text: &str) -> bool {
     text.contains("(Y)es/(N)o") && text.contains("]: ")
 }
 
+/// A `> ` message's text as aider was given it: `tool_output` writes `> ` before the
+/// message and, in a log that keeps them, two spaces after it (its last line rstripped).
+fn as_printed(raw: &[String], strict: bool) -> String {
+    let mut text = raw.join("\n");
+    text = text.strip_prefix("> ").or_else(|| text.strip_prefix('>')).unwrap_or(&text).to_string();
+    if strict {
+        if let Some(t) = text.strip_suffix("  ") {
+            text.truncate(t.len());
+        }
+    }
+    text
+}
+
 /// Reads a session's lines (`first` is the header's line number).
 pub(super) fn session(text: &str, first: usize) -> Session {
     let lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
@@ -125,6 +146,8 @@ struct Parser {
     turns: Vec<Turn>,
     /// The open `> ` item: its text lines (continuations appended).
     item: Option<Vec<String>>,
+    /// The open item's lines as the log has them (the first with its `> `).
+    item_raw: Vec<String>,
     /// The previous line was a `> ` line or a continuation of one (no trailing spaces).
     in_item: bool,
     /// The open item is a multi-line message whose last line has not come yet.
@@ -195,6 +218,7 @@ impl Parser {
         if self.open_message {
             if let Some(item) = &mut self.item {
                 item.push(line.trim_end().to_string());
+                self.item_raw.push(line.to_string());
             }
             // A blank line inside the message may end in spaces; its last line has text.
             self.open_message = !line.ends_with("  ") || line.trim().is_empty();
@@ -206,6 +230,7 @@ impl Parser {
             self.in_reply = false;
             let text = line[1..].strip_prefix(' ').unwrap_or(&line[1..]).trim_end().to_string();
             self.item = Some(vec![text]);
+            self.item_raw = vec![line.to_string()];
             self.open_message = self.strict && !line.ends_with("  ");
             self.continuing = false;
             self.in_item = !self.strict;
@@ -215,9 +240,13 @@ impl Parser {
             if self.continuing {
                 if let Some(item) = &mut self.item {
                     item.push(String::new());
+                    self.item_raw.push(line.to_string());
                 }
             } else {
                 self.flush_item();
+                if self.in_reply {
+                    self.reply_line(line);
+                }
             }
             return;
         }
@@ -227,15 +256,26 @@ impl Parser {
             self.continuing = true;
             if let Some(item) = &mut self.item {
                 item.push(line.trim_end().to_string());
+                self.item_raw.push(line.to_string());
             }
             return;
         }
         self.flush_item();
-        if !self.in_reply {
+        if self.in_reply {
+            self.reply_line(line);
+        } else {
             self.flush_applied();
             self.region = Region::default();
             self.in_reply = true;
-            self.events().push(Event::Reply(line.trim().to_string()));
+            self.events().push(Event::Reply(line.to_string()));
+        }
+    }
+
+    /// A further line of the open reply (the reply is the turn's last event).
+    fn reply_line(&mut self, line: &str) {
+        if let Some(Event::Reply(text)) = self.events().last_mut() {
+            text.push('\n');
+            text.push_str(line);
         }
     }
 
@@ -270,8 +310,12 @@ impl Parser {
         self.continuing = false;
         self.open_message = false;
         let Some(item) = self.item.take() else { return };
+        let raw = std::mem::take(&mut self.item_raw);
         let turn = self.turns.last_mut().expect("a turn");
         if !turn.events.iter().any(|e| matches!(e, Event::Reply(_))) {
+            if turn.output.is_empty() {
+                turn.first_output = Some(as_printed(&raw, self.strict));
+            }
             for l in &item {
                 turn.output.push_str(l);
                 turn.output.push('\n');
@@ -298,6 +342,7 @@ impl Parser {
             return;
         }
         if let Some(m) = model_line(first) {
+            self.turns.last_mut().expect("a turn").model = Some(m.clone());
             self.session.models.push(m);
             return;
         }

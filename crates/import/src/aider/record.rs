@@ -1,9 +1,16 @@
 //! One parsed aider session, told to the recorder in stream order (section 6a).
+//!
+//! The conversation (docs/format.md §9.1): what a person sent the model (`#### `
+//! messages; the lint message aider sends is the harness's), and each reply of the
+//! model, whole, with the `Tokens:` line after it. A reply's SEARCH/REPLACE blocks are
+//! the diff of the edit aider applied from it.
 
-use crate::recorder::rfc3339;
+use crate::diff;
+use crate::recorder::{rfc3339, Message};
 use crate::shell::Declared;
 use crate::{Call, Context, EditKind, Recorder, Refusal};
 
+use super::blocks::{blocks, Block};
 use super::gitlog;
 use super::input::{args, classify, Args, Input};
 use super::parse::{Event, Session, Turn};
@@ -50,8 +57,19 @@ pub(super) fn session(rec: &mut Recorder, s: &Session, ts: &str, ctx: &Context) 
         ));
     }
     rec.declared(Declared { test_cmd: args.test.clone(), lint_cmd: args.lint.first().cloned() });
-    let mut m =
-        Mapper { rec, args: &args, ctx, prompted: false, usd: None, rounded: false, last: None, git_log_kept: false };
+    rec.record_messages();
+    let mut m = Mapper {
+        rec,
+        args: &args,
+        ctx,
+        prompted: false,
+        usd: None,
+        rounded: false,
+        last: None,
+        git_log_kept: false,
+        model: s.models.first().cloned(),
+        blocks: Vec::new(),
+    };
     for turn in &s.turns {
         m.turn(turn)?;
     }
@@ -87,20 +105,47 @@ struct Mapper<'a> {
     /// How the last turn that did anything ended.
     last: Option<End>,
     git_log_kept: bool,
+    /// The main model the log last named: the one that writes the replies.
+    model: Option<String>,
+    /// The SEARCH/REPLACE blocks of the last reply, until aider applies them.
+    blocks: Vec<Block>,
 }
 
 impl Mapper<'_> {
     fn turn(&mut self, turn: &Turn) -> Result<(), Refusal> {
         let kind = turn.input.as_ref().map_or(Input::Quiet, |(_, t)| classify(t));
         let text = turn.input.as_ref().map_or("", |(_, t)| t.as_str());
+        if turn.model.is_some() {
+            self.model.clone_from(&turn.model);
+        }
+        match kind {
+            Input::Message => {
+                self.rec.message(Message::human(text));
+            }
+            Input::Harness => {
+                self.rec.message(Message::harness(text));
+            }
+            _ => {}
+        }
         self.input(&kind, text, turn)?;
         let mut llm = if matches!(kind, Input::Message | Input::Harness) { Llm::Waiting } else { Llm::Idle };
         let (mut reply, mut aborted, mut limit) = (None::<&str>, false, false);
-        for event in &turn.events {
+        for (i, event) in turn.events.iter().enumerate() {
             match event {
-                Event::Reply(first) => {
-                    reply = Some(first);
+                Event::Reply(text) => {
+                    reply = Some(text);
                     llm = Llm::Waiting;
+                    // The usage aider prints after the reply, before the next one.
+                    let usage = turn.events[i + 1..].iter().take_while(|e| !matches!(e, Event::Reply(_))).find_map(
+                        |e| match e {
+                            Event::Tokens { sent, received, .. } => Some((*sent, *received)),
+                            _ => None,
+                        },
+                    );
+                    let (sent, received) = usage.unwrap_or_default();
+                    let said = Message::assistant(text.trim()).tokens(sent, received).model(self.model.clone());
+                    self.rec.message(said);
+                    self.blocks = blocks(text);
                 }
                 Event::Tokens { sent, received, session_usd, rounded } => {
                     self.rec.tokens(*sent, *received);
@@ -110,7 +155,8 @@ impl Mapper<'_> {
                 }
                 Event::Applied { paths, created } => {
                     let kind = if *created { EditKind::Create } else { EditKind::Edit };
-                    self.rec.edit(Call::new("edit"), kind, paths, true);
+                    let diff = self.applied_diff(paths, *created);
+                    self.rec.edit(Call::new("edit").diff(diff), kind, paths, true);
                     llm = Llm::Done;
                 }
                 Event::DryRun(paths) => {
@@ -153,7 +199,11 @@ impl Mapper<'_> {
                     llm = if yes && resend { Llm::Waiting } else { Llm::Done };
                 }
                 Event::ShellRan { command, output } => {
-                    self.rec.shell(Call::new("shell").output(output.clone()), command);
+                    // aider prints what the command prints, but does not log it: only
+                    // its words after `Running` are read (not kept as the output).
+                    let mut call = Call::new("shell");
+                    call.output.clone_from(output);
+                    self.rec.shell(call, command);
                 }
                 Event::ShellRefused(commands) => {
                     if commands.is_empty() {
@@ -207,11 +257,11 @@ impl Mapper<'_> {
                 self.prompted = true;
             }
             Input::Run(cmd) | Input::Git(cmd) => {
-                self.rec.person_command(Call::new("shell").output(turn.output.clone()), cmd);
+                self.rec.person_command(printed(turn), cmd);
             }
             Input::Test(cmd) => match cmd.clone().or_else(|| self.args.test.clone()) {
                 Some(cmd) => {
-                    let mut call = Call::new("shell").output(turn.output.clone());
+                    let mut call = printed(turn);
                     // `/test` adds the output to the chat only when the command failed.
                     if turn.events.contains(&Event::OutputAdded) {
                         call = call.failure("nonzero_exit");
@@ -268,12 +318,51 @@ impl Mapper<'_> {
         Ok(())
     }
 
+    /// The diff of the edits aider applied from the last reply: its blocks for the
+    /// files aider names, one after the other. The log gives only the replaced text, so
+    /// hunks are numbered within it; an empty SEARCH on a file aider created is the file.
+    fn applied_diff(&mut self, paths: &[String], created: bool) -> Option<String> {
+        let blocks = std::mem::take(&mut self.blocks);
+        let mut out = String::new();
+        for b in blocks.iter().filter(|b| paths.iter().any(|p| p.trim() == b.path.trim())) {
+            let path = self.rec.relative(b.path.trim());
+            if created && b.search.trim().is_empty() {
+                out.push_str(&diff::unified(&path, None, Some(&b.replace)));
+            } else {
+                self.rec.fragment_diff();
+                out.push_str(&diff::fragment(&path, &b.search, &b.replace));
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
     fn lint_command(&self, running: Option<&str>) -> Option<String> {
         match (self.args.lint.as_slice(), running) {
             ([], r) => r.map(str::to_string),
             ([one], _) => Some(one.clone()),
             (many, Some(r)) => many.iter().find(|c| r.starts_with(c.as_str())).or(many.first()).cloned(),
             (many, None) => many.first().cloned(),
+        }
+    }
+}
+
+/// The call of a person's `/run`, `/test` or `/git`: what the command printed when the
+/// log shows it (aider before 0.5x logged it as the turn's first `> ` message; later
+/// versions print it to the terminal only, and log just their own words about it, which
+/// are still read for the exit status but not kept as the output).
+fn printed(turn: &Turn) -> Call {
+    let own_words = |t: &str| {
+        let t = t.trim_start();
+        t.contains("(Y)es/(N)o")
+            || t.starts_with("Add") && t.contains("output to the chat")
+            || t.starts_with("Error running command")
+    };
+    match turn.first_output.as_deref().filter(|t| !own_words(t)) {
+        Some(text) => Call::new("shell").output(text),
+        None => {
+            let mut call = Call::new("shell");
+            call.output.clone_from(&turn.output);
+            call
         }
     }
 }

@@ -1,14 +1,16 @@
 //! The session's events, in stream order, told to the [`Recorder`]: each tool call
-//! where it starts (its result looked up by `tool_use_id`), people's messages,
-//! decisions and interrupts, and one completion claim per turn.
+//! where it starts (its result looked up by `tool_use_id`, its output, arguments and
+//! edit diff with it), the conversation's message parts, people's messages, decisions
+//! and interrupts, and one completion claim per turn.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
 use super::head::parse_ts;
-use super::parse::{Ev, Res, What};
-use crate::recorder::{Call, EditKind, Grade, Recorder};
+use super::parse::{bare_command, Agent, Ev, Res, Said, What, Who};
+use crate::diff;
+use crate::recorder::{Call, EditKind, Grade, Message, Recorder, Role, HARNESS};
 
 /// A tool result, as Claude Code words a call refused before it ran.
 enum Refused {
@@ -130,13 +132,26 @@ pub(super) struct Summary {
     pub ended_in_error: Option<String>,
 }
 
-pub(super) fn emit(
-    rec: &mut Recorder,
-    events: &[Ev],
-    results: &HashMap<String, Res>,
-    denied: &HashSet<String>,
-) -> Summary {
+/// What the whole log says that an event is looked up in.
+pub(super) struct Log<'a> {
+    pub results: &'a HashMap<String, Res>,
+    pub denied: &'a HashSet<String>,
+    /// Each assistant message's usage (its last line's), by `message.id`.
+    pub usage: &'a HashMap<String, (i64, i64)>,
+}
+
+pub(super) fn emit(rec: &mut Recorder, events: &[Ev], log: &Log<'_>) -> Summary {
+    let (results, denied) = (log.results, log.denied);
     let mut summary = Summary::default();
+    let mut speakers = Speakers::new(events, results);
+    // The task: the first thing a person typed, a slash command only with its arguments.
+    let task = events.iter().find_map(|e| match &e.what {
+        What::Said(Said { who: Who::Human, text, .. }) if !bare_command(text) => Some(text),
+        _ => None,
+    });
+    if let Some(text) = task {
+        rec.task_prompt(text);
+    }
     let claims = claims(events);
     // Text a person typed before the agent first acted is the run's first prompt.
     let first_act = events
@@ -186,8 +201,13 @@ pub(super) fn emit(
                 rec.person_abort(ts, text);
             }
             What::PersonShell { command, output } if i > first_act => {
-                rec.person_command(Call::new("Bash").ts(ev.ts.clone()).output(output.clone()), command);
+                let mut c = Call::new("Bash").ts(ev.ts.clone());
+                if let Some(o) = output {
+                    c = c.output(o.clone());
+                }
+                rec.person_command(c, command);
             }
+            What::Said(said) => speakers.say(rec, ev, said, log.usage),
             _ => {}
         }
         if claims[i] {
@@ -218,8 +238,16 @@ fn call(rec: &mut Recorder, ev: &Ev, id: &str, name: &str, input: &Value, res: O
     } else {
         serde_json::to_string(input).unwrap_or_default()
     };
-    let mut c = Call::new(name).command(command.clone()).ts(ev.ts.clone());
+    let mut c = Call::new(name)
+        .command(command.clone())
+        .ts(ev.ts.clone())
+        .id((!id.is_empty()).then_some(id))
+        .arguments(input.clone());
     c.duration_ms = duration(ev.ts.as_deref(), res.and_then(|r| r.ts.as_deref()));
+    if let Some(r) = res {
+        // The tool_result's content, as the model was given it.
+        c = c.output(r.text.clone()).is_error(Some(r.is_error));
+    }
     let refused_kind =
         if shell || (!is_edit(name) && kind_of(name).is_none()) { "run" } else { kind_of(name).unwrap_or("edit") };
     if refusal(id, res, denied, name).is_some() {
@@ -235,7 +263,6 @@ fn call(rec: &mut Recorder, ev: &Ev, id: &str, name: &str, input: &Value, res: O
     }
     if shell {
         if let Some(r) = res {
-            c.output = r.text.clone();
             c.timed_out = r.is_error && r.text.contains("Command timed out after");
             c.exit_code = bash_exit(r).map(|code| (code, Grade::Derived));
             let interrupted =
@@ -259,11 +286,169 @@ fn call(rec: &mut Recorder, ev: &Ev, id: &str, name: &str, input: &Value, res: O
                 || res.is_some_and(|r| r.text.starts_with("File created successfully")));
         // No result at all: the outcome is unknown, so the file possibly changed.
         let ok = error_text.is_none();
+        if let (Some(r), true, Some(path)) = (res, ok, paths.first()) {
+            let (d, fragment) = edit_diff(&rec.relative(path), name, input, r, created);
+            if fragment && d.is_some() {
+                rec.fragment_diff();
+            }
+            c = c.diff(d);
+        }
         rec.edit(c, if created { EditKind::Create } else { EditKind::Edit }, &paths, ok);
     } else if let Some(kind) = kind_of(name) {
         rec.tool(c, kind, &paths);
     } else {
         rec.opaque(c);
+    }
+}
+
+/// The diff of an edit that applied, and whether it is numbered within the replaced
+/// text only: `toolUseResult.structuredPatch` (the file's own line numbers) when the log
+/// has it; a created file's whole content; an overwritten file's `originalFile` against
+/// the new content; else each replaced text against its replacement (`Edit`,
+/// `MultiEdit`: a fragment).
+fn edit_diff(path: &str, name: &str, input: &Value, res: &Res, created: bool) -> (Option<String>, bool) {
+    let structured = res.structured.as_ref().and_then(Value::as_object);
+    let field = |k: &str| structured.and_then(|s| s.get(k));
+    if let Some(d) = field("structuredPatch").and_then(|p| structured_patch(path, p, created)) {
+        return (Some(d), false);
+    }
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    if name == "Write" {
+        let content = text(input.get("content")).or_else(|| text(field("content")));
+        let Some(content) = content else { return (None, false) };
+        let before = if created { None } else { text(field("originalFile")) };
+        if !created && before.is_none() {
+            return (None, false);
+        }
+        return (Some(diff::unified(path, before.as_deref(), Some(&content))), false);
+    }
+    let pair = |e: &Value| Some((text(e.get("old_string"))?, text(e.get("new_string"))?));
+    let edits: Vec<(String, String)> = match name {
+        "Edit" => pair(input).into_iter().collect(),
+        "MultiEdit" => input.get("edits").and_then(Value::as_array).into_iter().flatten().filter_map(pair).collect(),
+        _ => Vec::new(),
+    };
+    let d: String = edits.iter().map(|(old, new)| diff::fragment(path, old, new)).collect();
+    if d.is_empty() {
+        (None, false)
+    } else {
+        (Some(d), true)
+    }
+}
+
+/// `structuredPatch` (jsdiff hunks: `oldStart`, `oldLines`, `newStart`, `newLines`,
+/// `lines`) written as a unified diff, numbered as `diff -u` numbers it: a count of 1
+/// is left out, and an empty side starts one line earlier (jsdiff keeps the line
+/// after). `None` when there are no hunks or one is not of that shape.
+fn structured_patch(path: &str, patch: &Value, created: bool) -> Option<String> {
+    let hunks = patch.as_array().filter(|h| !h.is_empty())?;
+    let path = path.trim_start_matches('/');
+    let from = if created { "/dev/null".to_string() } else { format!("a/{path}") };
+    let mut out = format!("--- {from}\n+++ b/{path}\n");
+    let range = |start: i64, count: i64| {
+        let start = if count == 0 { (start - 1).max(0) } else { start };
+        if count == 1 {
+            format!("{start}")
+        } else {
+            format!("{start},{count}")
+        }
+    };
+    for h in hunks {
+        let n = |k: &str| h.get(k).and_then(Value::as_i64);
+        let (os, ol, ns, nl) = (n("oldStart")?, n("oldLines")?, n("newStart")?, n("newLines")?);
+        out.push_str(&format!("@@ -{} +{} @@\n", range(os, ol), range(ns, nl)));
+        for line in h.get("lines")?.as_array()? {
+            out.push_str(line.as_str()?);
+            out.push('\n');
+        }
+    }
+    Some(out)
+}
+
+/// Who says each message part: subagents named by the `Task` call that started them,
+/// each assistant message's usage given once, each line's part said once.
+struct Speakers<'a> {
+    /// `Task` / `Agent` call id -> `subagent_type`.
+    task_names: HashMap<&'a str, &'a str>,
+    /// `agentId` -> the `Task` call id whose result names it.
+    agent_tasks: HashMap<&'a str, &'a str>,
+    said: HashSet<&'a str>,
+    counted: HashSet<&'a str>,
+    /// A person's message was said: a subagent's prompt can no longer be taken for the
+    /// run's task.
+    human: bool,
+}
+
+impl<'a> Speakers<'a> {
+    fn new(events: &'a [Ev], results: &'a HashMap<String, Res>) -> Speakers<'a> {
+        let mut task_names = HashMap::new();
+        for e in events {
+            if let What::Call { id, name, input } = &e.what {
+                if matches!(name.as_str(), "Task" | "Agent") {
+                    if let Some(t) = input.get("subagent_type").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        task_names.insert(id.as_str(), t);
+                    }
+                }
+            }
+        }
+        let mut agent_tasks = HashMap::new();
+        for (id, r) in results {
+            let agent = r.structured.as_ref().and_then(|s| s.get("agentId")).and_then(Value::as_str);
+            if let Some(a) = agent.filter(|a| !a.is_empty()) {
+                agent_tasks.insert(a, id.as_str());
+            }
+        }
+        Speakers { task_names, agent_tasks, said: HashSet::new(), counted: HashSet::new(), human: false }
+    }
+
+    /// A subagent's name: its `Task` call's `subagent_type`, else its `agentId`.
+    fn author(&self, agent: &Agent) -> String {
+        let task = agent.task.as_deref().or_else(|| agent.id.as_deref().and_then(|a| self.agent_tasks.get(a).copied()));
+        match (task.and_then(|t| self.task_names.get(t)), &agent.id) {
+            (Some(name), _) => name.to_string(),
+            (None, Some(id)) => id.clone(),
+            (None, None) => "subagent".to_string(),
+        }
+    }
+
+    fn say(&mut self, rec: &mut Recorder, ev: &Ev, said: &'a Said, usage: &HashMap<String, (i64, i64)>) {
+        if let Some(key) = &said.key {
+            if !self.said.insert(key.as_str()) {
+                return;
+            }
+        }
+        let author = said.agent.as_ref().map(|a| self.author(a));
+        let mut m = match said.who {
+            Who::Human => {
+                self.human = true;
+                Message::human(&said.text)
+            }
+            Who::Harness => Message::harness(&said.text),
+            // Before any person spoke (stream-json shows no `-p` prompt) a subagent's
+            // prompt is said as the harness's, so it is not taken for the run's task.
+            Who::SubPrompt if !self.human => Message::harness(&said.text),
+            Who::SubPrompt => Message::user(&said.text),
+            Who::Assistant => Message::assistant(&said.text),
+            Who::Thinking => Message::new(Role::Assistant).reasoning(&said.text),
+            Who::Synthetic => Message::assistant(&said.text).author(HARNESS),
+            Who::System => Message::system(&said.text),
+        };
+        if matches!(said.who, Who::Assistant | Who::Thinking | Who::SubPrompt | Who::System) && m.author.is_none() {
+            if let Some(a) = &author {
+                m = m.author(a);
+            }
+        }
+        if matches!(said.who, Who::Assistant | Who::Thinking) {
+            m = m.model(said.model.clone());
+            if let Some(id) = &said.message_id {
+                if self.counted.insert(id.as_str()) {
+                    if let Some(&(tin, tout)) = usage.get(id) {
+                        m = m.tokens(Some(tin), Some(tout));
+                    }
+                }
+            }
+        }
+        rec.message(m.ts(ev.ts.clone()));
     }
 }
 
@@ -289,7 +474,7 @@ fn claims(events: &[Ev]) -> Vec<bool> {
                     out[j] = true;
                 }
             }
-            What::Tick | What::Results(_) => {}
+            What::Tick | What::Results(_) | What::Said(_) => {}
         }
     }
     if let Some((j, true)) = last {

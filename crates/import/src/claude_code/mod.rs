@@ -24,6 +24,21 @@
 //! takes its `result` lines instead: their `modelUsage` and `total_cost_usd` are the
 //! process's running totals, and a transcript's `cost-state` lines the same.
 //!
+//! Content (docs/format.md §9): the conversation in stream order. A person's prompts
+//! are `human` (a slash command with its arguments too); what Claude Code writes in the
+//! user's place is `harness` (reminders, caveats, hook context, command output,
+//! compaction summaries, `isMeta` lines, interrupt notices, attachments as `rendered`);
+//! the agent's text and thinking blocks carry `message.model`, and the message's usage
+//! (counted as for the cost) goes on its first text or thinking part; the system prompt
+//! is kept where the log has it (`api-request-shape`). A subagent's parts carry its
+//! `Task` call's `subagent_type` (else its `agentId`) as author; a line copied into the
+//! session file is said once (by `uuid`). Each call's `tool_result` content (text
+//! blocks joined, an image as `[image]`) is its output file. An applied edit's diff is
+//! `structuredPatch` (the file's line numbers), a created file's content, an
+//! overwritten file's `originalFile` against its new content, else the replaced text's
+//! fragment. The task is the first thing a person typed; stream-json's `result` text is
+//! the final message.
+//!
 //! Where each rule lives: `head` (what a file is), `parse` and `stream` (what a line
 //! means), `emit` (what it becomes: tool calls, people, completion claims).
 
@@ -168,7 +183,21 @@ fn read_run(unit: &Unit) -> Result<Recorder, Refusal> {
         }
         denied.extend(d.denied.drain(..));
     }
-    let summary = emit::emit(&mut rec, &events, &results, &denied);
+    // Each assistant message's usage, once (its last line's, as for the cost below).
+    let mut usage = HashMap::new();
+    for (id, tin, tout) in mains.iter().chain(subs.iter()).flat_map(|d| &d.usage) {
+        usage.insert(id.clone(), (*tin, *tout));
+    }
+    // Every Claude Code log is a conversation.
+    rec.record_messages();
+    let log = emit::Log { results: &results, denied: &denied, usage: &usage };
+    let summary = emit::emit(&mut rec, &events, &log);
+    if stream {
+        // The `result` line's text is the agent's last message of the run.
+        if let Some(text) = mains.last().and_then(|d| d.outcomes.last()).and_then(|o| o.result.as_deref()) {
+            rec.final_message(text);
+        }
+    }
 
     cost(&mut rec, &mains, &subs, stream);
     if let Some(reason) = stop_reason(&mains, stream, summary.ended_in_error.as_deref()) {

@@ -15,6 +15,50 @@ use serde_json::{Map, Value};
 use super::head::{object, str_of};
 use crate::{Input, Refusal};
 
+/// A subagent, as a line names it: the `Task` / `Agent` call that started it
+/// (`parentToolUseID`, `parent_tool_use_id`) or its own id (`agentId`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Agent {
+    pub task: Option<String>,
+    pub id: Option<String>,
+}
+
+/// Who wrote a message part (docs/format.md §9.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Who {
+    /// A person typed it.
+    Human,
+    /// Claude Code wrote it in the user's place: reminders, caveats, hook output,
+    /// command output, compaction summaries, `isMeta` lines, interrupt notices.
+    Harness,
+    /// A subagent's prompt (its "user" is the agent that called it).
+    SubPrompt,
+    /// The agent's visible text.
+    Assistant,
+    /// The agent's thinking.
+    Thinking,
+    /// A message the tool wrote in the agent's place (`<synthetic>`, `isApiErrorMessage`).
+    Synthetic,
+    /// A system prompt block sent to the model (`api-request-shape`).
+    System,
+}
+
+/// One message part, where the log shows it.
+#[derive(Debug, Clone)]
+pub(super) struct Said {
+    pub who: Who,
+    pub text: String,
+    /// `message.model` of an assistant line.
+    pub model: Option<String>,
+    /// `message.id` of an assistant line (its usage is counted once).
+    pub message_id: Option<String>,
+    /// The line's `uuid` and the part's place in it: a subagent's line copied into the
+    /// session file (`agent_progress`) is said once.
+    pub key: Option<String>,
+    /// The subagent that said it.
+    pub agent: Option<Agent>,
+}
+
 /// One thing that happened, in the order of its file.
 #[derive(Debug, Clone)]
 pub(super) struct Ev {
@@ -45,10 +89,13 @@ pub(super) enum What {
     /// `[Request interrupted by user...]`.
     Abort(String),
     /// `<bash-input>`: a command the person ran in the agent's shell (`!cmd`).
-    PersonShell { command: String, output: String },
+    /// `output`: the `<bash-stdout>` / `<bash-stderr>` line after it, when the log has one.
+    PersonShell { command: String, output: Option<String> },
     /// A turn ended without an assistant marker (`turn_duration`, a stream-json
     /// `result`, a harness `<task-notification>` starting a new turn, the next file).
     Boundary,
+    /// A message part (for the messages trace only: no claim, no intervention).
+    Said(Said),
 }
 
 /// A tool's result, matched to its call by `tool_use_id`.
@@ -67,6 +114,8 @@ pub(super) struct Res {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Outcome {
     pub subtype: String,
+    /// `result`: the agent's last words of the turn.
+    pub result: Option<String>,
     pub is_error: bool,
     pub usd: Option<f64>,
     /// `usage` (input incl. cache, output).
@@ -103,6 +152,19 @@ pub(super) struct FileData {
     pub denied: Vec<String>,
     pub outcomes: Vec<Outcome>,
     pub cost_states: Vec<CostState>,
+    /// The line being read: its `uuid` and subagent, for the message parts it says.
+    pub line: Line,
+    /// The system prompt last said.
+    pub system: Vec<String>,
+}
+
+/// What the line being read says about who speaks in it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Line {
+    pub uuid: Option<String>,
+    pub agent: Option<Agent>,
+    /// Message parts said so far on this line.
+    pub parts: usize,
 }
 
 pub(super) fn parse_file(input: &Input, stream: bool, sub_file: bool) -> Result<FileData, Refusal> {
@@ -128,6 +190,44 @@ impl FileData {
         self.events.push(Ev { ts: ts.map(str::to_string), sub, what });
     }
 
+    /// A message part of the line being read.
+    fn said(&mut self, ts: Option<&str>, sub: bool, who: Who, text: &str) {
+        self.said_by(ts, sub, who, text, None, None);
+    }
+
+    fn said_by(
+        &mut self,
+        ts: Option<&str>,
+        sub: bool,
+        who: Who,
+        text: &str,
+        model: Option<&str>,
+        message_id: Option<&str>,
+    ) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let part = self.line.parts;
+        self.line.parts += 1;
+        let said = Said {
+            who,
+            text: text.to_string(),
+            model: model.filter(|m| !m.is_empty()).map(str::to_string),
+            message_id: message_id.map(str::to_string),
+            key: self.line.uuid.as_ref().map(|u| format!("{u}#{part}")),
+            agent: if sub { Some(self.line.agent.clone().unwrap_or_default()) } else { None },
+        };
+        self.push(ts, sub, What::Said(said));
+    }
+
+    /// Starts a line: its `uuid` and, for a subagent's, which one.
+    pub(super) fn start_line(&mut self, uuid: Option<&Value>, task: Option<&Value>, agent_id: Option<&Value>) {
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+        let agent = Agent { task: s(task), id: s(agent_id) };
+        self.line =
+            Line { uuid: s(uuid), agent: (agent.task.is_some() || agent.id.is_some()).then_some(agent), parts: 0 };
+    }
+
     pub(super) fn tick(&mut self, ts: Option<&str>) {
         if ts.is_some() {
             self.push(ts, false, What::Tick);
@@ -145,6 +245,7 @@ impl FileData {
     fn transcript_line(&mut self, o: &Map<String, Value>, sub_file: bool) {
         let ts = o.get("timestamp").and_then(Value::as_str);
         let sub = sub_file || o.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        self.start_line(o.get("uuid"), o.get("parentToolUseID"), o.get("agentId"));
         if self.session.is_none() {
             self.session = o.get("sessionId").and_then(Value::as_str).map(str::to_string);
         }
@@ -162,6 +263,10 @@ impl FileData {
             "user" => {
                 let flag = |k: &str| o.get(k).and_then(Value::as_bool) == Some(true);
                 if flag("isMeta") || flag("isCompactSummary") || flag("isVisibleInTranscriptOnly") {
+                    // Claude Code's own words in the user's place (a skill's prompt, hook
+                    // context, the compaction summary).
+                    let text = o.get("message").map(|m| content_text(m.get("content"))).unwrap_or_default();
+                    self.said(ts, sub, Who::Harness, &text);
                     self.tick(ts);
                 } else {
                     let decision = o.get("permissionDecision").cloned();
@@ -174,6 +279,11 @@ impl FileData {
                 match data.filter(|d| str_of(d, "type") == "agent_progress").and_then(|d| d.get("message")) {
                     Some(Value::Object(inner)) => {
                         let its = inner.get("timestamp").and_then(Value::as_str).or(ts);
+                        self.start_line(
+                            inner.get("uuid"),
+                            o.get("parentToolUseID"),
+                            data.and_then(|d| d.get("agentId")),
+                        );
                         match str_of(inner, "type") {
                             "assistant" => self.assistant(inner.get("message"), its, true, false),
                             "user" => self.user(inner.get("message"), its, true, inner.get("toolUseResult"), |_| None),
@@ -184,12 +294,40 @@ impl FileData {
                 }
             }
             "system" if !sub && str_of(o, "subtype") == "turn_duration" => self.push(ts, false, What::Boundary),
-            "attachment" if !sub => {
+            "system" if str_of(o, "subtype") == "local_command" => {
+                // A slash command the person ran outside the conversation, and its output.
+                let text = str_of(o, "content");
+                let who = if text.trim_start().starts_with("<command-") { Who::Human } else { Who::Harness };
+                self.said(ts, sub, who, text);
+                self.tick(ts);
+            }
+            "api-request-shape" => {
+                // What the model was sent as its system prompt, block by block; said
+                // again only when it changed.
+                let blocks = o.get("shape").and_then(|s| s.get("system"));
+                let blocks: Vec<String> = match blocks {
+                    Some(Value::String(s)) => vec![s.clone()],
+                    Some(Value::Array(a)) => a
+                        .iter()
+                        .map(|b| b.as_str().or_else(|| b.get("text").and_then(Value::as_str)).unwrap_or(""))
+                        .map(str::to_string)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                if !blocks.is_empty() && blocks != self.system {
+                    for b in &blocks {
+                        self.said(ts, sub, Who::System, b);
+                    }
+                    self.system = blocks;
+                }
+                self.tick(ts);
+            }
+            "attachment" => {
+                let att = o.get("attachment").and_then(Value::as_object);
                 // A prompt the person typed while the agent worked, folded into the
                 // running turn (no user line is written for it).
-                let att = o.get("attachment").and_then(Value::as_object);
                 let typed = att.filter(|a| {
-                    str_of(a, "type") == "queued_command"
+                    !sub && str_of(a, "type") == "queued_command"
                         && str_of(a, "commandMode") == "prompt"
                         // `peer` (another session's message), `auto-continuation`: not a person.
                         && a.get("origin").and_then(|x| x.get("kind")).and_then(Value::as_str).unwrap_or("human") == "human"
@@ -198,7 +336,15 @@ impl FileData {
                 });
                 match typed.map(|a| content_text(a.get("prompt"))) {
                     Some(p) => self.user_text(&p, ts, false, true),
-                    None => self.tick(ts),
+                    None => {
+                        // Context Claude Code adds to the conversation (environment, reminders,
+                        // hook output), as the model was sent it.
+                        let rendered = o.get("rendered").and_then(Value::as_array);
+                        let text: Vec<String> =
+                            rendered.into_iter().flatten().map(|r| content_text(r.get("content"))).collect();
+                        self.said(ts, sub, Who::Harness, &text.join("\n"));
+                        self.tick(ts);
+                    }
                 }
             }
             "cost-state" => {
@@ -236,18 +382,24 @@ impl FileData {
             Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
             _ => Vec::new(),
         };
+        let id = m.get("id").and_then(Value::as_str);
         for b in &blocks {
             let Some(b) = b.as_object() else { continue };
             match str_of(b, "type") {
                 "text" => {
                     let text = str_of(b, "text");
                     if synthetic {
+                        self.said(ts, sub, Who::Synthetic, text);
                         if !sub {
                             self.push(ts, false, What::ApiError(text.to_string()));
                         }
                     } else if !text.trim().is_empty() {
+                        self.said_by(ts, sub, Who::Assistant, text, Some(model), id);
                         self.push(ts, sub, What::Text(text.to_string()));
                     }
+                }
+                "thinking" if !synthetic => {
+                    self.said_by(ts, sub, Who::Thinking, str_of(b, "thinking"), Some(model), id);
                 }
                 "tool_use" => {
                     let id = str_of(b, "id").to_string();
@@ -322,46 +474,58 @@ impl FileData {
         let t = text.trim_start();
         if sub || t.is_empty() {
             // A subagent's "user" is the agent that called it.
+            let harness = HARNESS.iter().any(|p| t.starts_with(p)) || t.starts_with("[Request interrupted by user");
+            self.said(ts, sub, if harness { Who::Harness } else { Who::SubPrompt }, text);
             return self.tick(ts);
         }
         if t.starts_with("[Request interrupted by user") {
+            self.said(ts, false, Who::Harness, text);
             return self.push(ts, false, What::Abort(t.to_string()));
         }
         if t.starts_with("<bash-input>") {
+            self.said(ts, false, Who::Human, text);
             let command = between(t, "<bash-input>", "</bash-input>").to_string();
-            return self.push(ts, false, What::PersonShell { command, output: String::new() });
+            return self.push(ts, false, What::PersonShell { command, output: None });
         }
         if t.starts_with("<bash-stdout>") || t.starts_with("<bash-stderr>") {
             if let Some(Ev { what: What::PersonShell { output, .. }, .. }) = self.events.last_mut() {
                 let out = between(t, "<bash-stdout>", "</bash-stdout>");
                 let err = between(t, "<bash-stderr>", "</bash-stderr>");
-                *output = [out, err].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
+                *output = Some([out, err].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n"));
             }
+            self.said(ts, false, Who::Harness, text);
             return self.tick(ts);
         }
         if t.starts_with("<task-notification>") {
             // The harness starts a turn of its own (a background task finished).
+            self.said(ts, false, Who::Harness, text);
             return self.push(ts, false, What::Boundary);
         }
         if t.starts_with("<command-") {
+            // A slash command the person typed (with its arguments).
+            self.said(ts, false, Who::Human, text);
             return self.push(ts, false, What::Command);
         }
-        const HARNESS: [&str; 8] = [
-            "<local-command-",
-            "<agent-message",
-            "<channel",
-            "<system-reminder>",
-            "<user-prompt-submit-hook>",
-            "<user-memory-input>",
-            "Caveat: The messages below were generated",
-            "This session is being continued from a previous conversation",
-        ];
         if HARNESS.iter().any(|p| t.starts_with(p)) {
+            self.said(ts, false, Who::Harness, text);
             return self.tick(ts);
         }
+        self.said(ts, false, Who::Human, text);
         self.push(ts, false, What::Person { text: text.to_string(), mid_turn });
     }
 }
+
+/// How the text Claude Code writes in the user's place begins.
+const HARNESS: [&str; 8] = [
+    "<local-command-",
+    "<agent-message",
+    "<channel",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+    "<user-memory-input>",
+    "Caveat: The messages below were generated",
+    "This session is being continued from a previous conversation",
+];
 
 /// `input_tokens` counts only what was not read from or written to the prompt cache;
 /// every token the model read is the sum of the three.
@@ -370,15 +534,26 @@ pub(super) fn usage_pair(u: &Map<String, Value>) -> (i64, i64) {
     (n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"), n("output_tokens"))
 }
 
-/// A tool result's content: a string, or text blocks (Task, MCP tools).
+/// A tool result's (or message's) content as text: a string, or its blocks' text
+/// joined by newlines, an image noted as `[image]`.
 fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) => {
-            a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
-        }
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+                Some("image") => Some("[image]"),
+                _ => b.get("text").and_then(Value::as_str),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
         _ => String::new(),
     }
+}
+
+/// A slash command typed without arguments (`/model`, `/mcp`): not the task.
+pub(super) fn bare_command(text: &str) -> bool {
+    text.trim_start().starts_with("<command-") && between(text, "<command-args>", "</command-args>").is_empty()
 }
 
 fn between<'a>(text: &'a str, open: &str, close: &str) -> &'a str {

@@ -14,6 +14,7 @@ impl FileData {
             self.session = o.get("session_id").and_then(Value::as_str).map(str::to_string);
         }
         let sub = o.get("parent_tool_use_id").is_some_and(|p| !p.is_null());
+        self.start_line(o.get("uuid"), o.get("parent_tool_use_id"), None);
         match str_of(o, "type") {
             "system" if str_of(o, "subtype") == "init" => {
                 self.cwd = self.cwd.take().or_else(|| o.get("cwd").and_then(Value::as_str).map(str::to_string));
@@ -45,6 +46,7 @@ impl FileData {
                 });
                 self.outcomes.push(Outcome {
                     subtype: str_of(o, "subtype").to_string(),
+                    result: o.get("result").and_then(Value::as_str).map(str::to_string),
                     is_error: o.get("is_error").and_then(Value::as_bool) == Some(true),
                     // `cost_usd` before `total_cost_usd` (0.2.x).
                     usd: o.get("total_cost_usd").or_else(|| o.get("cost_usd")).and_then(Value::as_f64),

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-use crate::recorder::Grade;
+use crate::recorder::{Grade, Message, Role};
 use crate::{Format, Part, Recorder, Refusal};
 
 use super::calls::{self, Spec};
@@ -25,6 +25,7 @@ pub(super) fn read(files: Vec<File>) -> Result<Recorder, Refusal> {
         )
     })?;
     let mut rec = Recorder::new(Format::Codex, id);
+    rec.record_messages();
     for f in &files {
         rec.source(&f.input.file_name(), &f.input.blake3()?, Part::Whole, f.bytes.clone())?;
     }
@@ -75,7 +76,7 @@ fn thread_events(f: &File, sink: &mut Sink) {
         match str_of(v, &["type"]).unwrap_or("") {
             "thread.started" | "session.created" => {
                 if let Some(m) = str_of(v, &["model"]) {
-                    sink.rec.model(m);
+                    sink.model(m);
                 }
             }
             "turn.started" => sink.turn_started(None),
@@ -100,13 +101,23 @@ fn thread_events(f: &File, sink: &mut Sink) {
     }
 }
 
-/// One item, recorded once (at its start when the output shows one).
+/// One item, recorded once (at its start when the output shows one): the agent's words
+/// and thinking when completed, a call with what its completed item shows (the output
+/// of a command that ran, an MCP tool's result).
 fn thread_item(item: &Map<String, Value>, completed: bool, sink: &mut Sink, seen: &mut Seen) {
     let id = str_of(item, &["id"]).unwrap_or("");
     let status = str_of(item, &["status"]).map(|s| s.to_ascii_lowercase());
+    let ended = !matches!(status.as_deref(), Some("in_progress") | Some("declined"));
+    let field = |key: &str| item.get(key).filter(|v| !v.is_null()).map(|v| json!({ key: v }));
     let pending = match item_type(item) {
         "agent_message" | "assistant_message" if completed => {
-            sink.agent_message(None, str_of(item, &["text"]).unwrap_or_default());
+            let text = str_of(item, &["text"]).unwrap_or_default();
+            sink.say(Message::assistant(text));
+            sink.agent_message(None, text);
+            return;
+        }
+        "reasoning" if completed => {
+            sink.say(Message::new(Role::Assistant).reasoning(str_of(item, &["text"]).unwrap_or_default()));
             return;
         }
         "command_execution" => {
@@ -114,9 +125,11 @@ fn thread_item(item: &Map<String, Value>, completed: bool, sink: &mut Sink, seen
             let argv = item.get("command").and_then(Value::as_array);
             let mut p = Pending::new(None, "shell", command.clone(), calls::shell_or_patch(command, argv));
             p.exit = i64_of(item, &["exit_code", "exitCode"]).map(|c| (c, Grade::Observed));
-            p.output = str_of(item, &["aggregated_output", "aggregatedOutput"]).unwrap_or_default().to_string();
+            let output = str_of(item, &["aggregated_output", "aggregatedOutput"]);
+            p.output = output.unwrap_or_default().to_string();
+            p.printed = output.filter(|_| ended).map(str::to_string);
             p.declined = status.as_deref() == Some("declined");
-            p
+            p.arguments(field("command"))
         }
         "file_change" => {
             let patch = patch_of(item);
@@ -124,35 +137,46 @@ fn thread_item(item: &Map<String, Value>, completed: bool, sink: &mut Sink, seen
             p.changes = Some(patch.changes);
             p.success = patch.success;
             p.declined = patch.declined;
-            p
+            p.is_error = patch.success.map(|ok| !ok);
+            p.raw_changes = patch.raw_changes;
+            p.arguments(field("changes"))
         }
         "mcp_tool_call" => {
             let name =
                 format!("{}.{}", str_of(item, &["server"]).unwrap_or("mcp"), str_of(item, &["tool"]).unwrap_or("tool"));
             let args = item.get("arguments").map(calls::compact).unwrap_or_default();
             let mut p = Pending::new(None, name, args, Spec::Opaque);
-            if status.as_deref() == Some("failed") || item.get("error").is_some_and(|e| !e.is_null()) {
+            let error = item.get("error").filter(|e| !e.is_null());
+            if status.as_deref() == Some("failed") || error.is_some() {
                 p.failure = Some("other");
+                p.is_error = Some(true);
             }
-            p
+            if let Some((text, is_error)) = item.get("result").filter(|r| !r.is_null()).and_then(calls::mcp_result_text)
+            {
+                p.printed = Some(text);
+                p.is_error = p.is_error.or(Some(is_error));
+            } else if let Some(message) = error.and_then(|e| e.get("message")).and_then(Value::as_str) {
+                p.printed = Some(message.to_string());
+            }
+            p.arguments(item.get("arguments").cloned())
         }
         "web_search" => {
             let query = str_of(item, &["query"]).unwrap_or_default();
-            Pending::new(None, "web_search", query, Spec::Tool("search", Vec::new()))
+            Pending::new(None, "web_search", query, Spec::Tool("search", Vec::new())).arguments(field("query"))
         }
         "todo_list" => {
             let items = item.get("items").map(calls::compact).unwrap_or_default();
-            Pending::new(None, "todo_list", items, Spec::Tool("plan", Vec::new()))
+            Pending::new(None, "todo_list", items, Spec::Tool("plan", Vec::new())).arguments(field("items"))
         }
         "collab_tool_call" => {
             let tool = str_of(item, &["tool"]).unwrap_or("collab_tool");
             let prompt = str_of(item, &["prompt"]).unwrap_or_default();
-            Pending::new(None, tool, prompt, Spec::Tool("other", Vec::new()))
+            Pending::new(None, tool, prompt, Spec::Tool("other", Vec::new())).arguments(field("prompt"))
         }
-        // Reasoning, non-fatal `error` items, plans, and kinds newer versions add.
+        // Non-fatal `error` items, plans, and kinds newer versions add.
         _ => return,
     };
     if seen.first(id) {
-        sink.call(pending);
+        sink.call(pending.id(id));
     }
 }

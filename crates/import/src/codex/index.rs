@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::calls::{self, Change};
-use super::{content_text, i64_of, is_legacy_config, is_legacy_prompt, obj, str_of, Line};
+use super::{content_text, i64_of, is_legacy_config, is_legacy_prompt, obj, reasoning_parts, str_of, Line};
 
 /// One line as the rollout's layers name it.
 pub(super) enum Item<'a> {
@@ -78,6 +78,8 @@ pub(super) struct Patch {
     pub success: Option<bool>,
     pub declined: bool,
     pub output: Option<String>,
+    /// The `changes` as the log gives them (diffs, contents), for the call's diff.
+    pub raw_changes: Option<Value>,
 }
 
 /// Which stream holds the people's messages: one of them only, so a message the log
@@ -105,6 +107,15 @@ pub(super) struct Index<'a> {
     pub shell_messages: bool,
     /// The log marks turn ends.
     pub marked: bool,
+    /// What an MCP tool returned (its text, and whether it was an error), by call id.
+    pub mcp_output: HashMap<&'a str, (String, bool)>,
+    /// Per-response usage (`token_count` `last_token_usage`), by the position of the
+    /// assistant message (or thinking) that response ended with.
+    pub tokens: HashMap<usize, (i64, i64)>,
+    /// In a log without response items, the agent's words and thinking come from
+    /// `item_completed` items when it has any, else from the events.
+    pub agent_items: bool,
+    pub reasoning_items: bool,
 }
 
 pub(super) fn item_type(item: &Map<String, Value>) -> &str {
@@ -144,6 +155,7 @@ pub(super) fn patch_of(p: &Map<String, Value>) -> Patch {
         success,
         declined: status.as_deref() == Some("declined"),
         output: (!output.is_empty()).then_some(output),
+        raw_changes: p.get("changes").filter(|c| !c.is_null()).cloned(),
     }
 }
 
@@ -164,6 +176,7 @@ fn merge_patch(into: &mut Patch, p: Patch) {
     into.success = p.success.or(into.success);
     into.declined |= p.declined;
     into.output = p.output.or(into.output.take());
+    into.raw_changes = p.raw_changes.or(into.raw_changes.take());
 }
 
 pub(super) fn build<'a>(items: &[Norm<'a>]) -> Index<'a> {
@@ -177,13 +190,26 @@ pub(super) fn build<'a>(items: &[Norm<'a>]) -> Index<'a> {
         responses: false,
         shell_messages: false,
         marked: false,
+        mcp_output: HashMap::new(),
+        tokens: HashMap::new(),
+        agent_items: false,
+        reasoning_items: false,
     };
     let (mut people_items, mut people_events) = (false, false);
-    for n in items {
+    let responses = items.iter().any(|n| matches!(n.item, Item::Response(_)));
+    // The last assistant message or thinking since the last per-response usage.
+    let mut spoke: Option<usize> = None;
+    for (i, n) in items.iter().enumerate() {
         match &n.item {
             Item::Response(p) => {
                 ix.responses = true;
                 let ty = item_type(p);
+                match (ty, str_of(p, &["role"])) {
+                    ("message", Some("assistant")) => spoke = Some(i),
+                    ("reasoning", _) if !reasoning_parts(p).is_empty() => spoke = Some(i),
+                    ("message", Some("user")) => spoke = None,
+                    _ => {}
+                }
                 if matches!(ty, "function_call_output" | "custom_tool_call_output") {
                     if let (Some(id), Some(out)) = (str_of(p, &["call_id"]), p.get("output")) {
                         ix.outputs.insert(id, (n.ts, out));
@@ -203,7 +229,23 @@ pub(super) fn build<'a>(items: &[Norm<'a>]) -> Index<'a> {
                     "patch_apply_begin" | "patch_apply_end" => {
                         merge_patch(ix.patch.entry(id).or_default(), patch_of(p))
                     }
+                    "agent_message" | "agent_reasoning" if !responses => spoke = Some(i),
+                    "user_message" if !responses => {
+                        people_events = true;
+                        spoke = None;
+                    }
+                    "token_count" => {
+                        let last = obj(p, "info").and_then(|i| obj(i, "last_token_usage"));
+                        let pair =
+                            last.and_then(|u| Some((i64_of(u, &["input_tokens"])?, i64_of(u, &["output_tokens"])?)));
+                        if let (Some(at), Some(pair)) = (spoke.take(), pair) {
+                            ix.tokens.insert(at, pair);
+                        }
+                    }
                     "mcp_tool_call_end" => {
+                        if let Some(out) = p.get("result").and_then(calls::mcp_result_text) {
+                            ix.mcp_output.insert(id, out);
+                        }
                         let failed = p.get("result").is_some_and(|r| {
                             r.get("Err").is_some()
                                 || r.get("Ok").and_then(|ok| ok.get("isError")).and_then(Value::as_bool) == Some(true)
@@ -222,6 +264,8 @@ pub(super) fn build<'a>(items: &[Norm<'a>]) -> Index<'a> {
                         let iid = str_of(item, &["id"]).unwrap_or("");
                         match item_type(item) {
                             "UserMessage" | "userMessage" => people_items = true,
+                            "AgentMessage" | "agentMessage" => ix.agent_items = true,
+                            "Reasoning" | "reasoning" => ix.reasoning_items = true,
                             "CommandExecution" | "commandExecution" => {
                                 merge_exec(ix.exec.entry(iid).or_default(), exec_of(item))
                             }

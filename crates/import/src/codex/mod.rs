@@ -18,6 +18,21 @@
 //! items only add what they observed (exit code, duration, success, files), joined by
 //! call id, so a call shown both ways is one tools record. A log with no response items
 //! (exec output) is read from its events.
+//!
+//! The run's content (docs/format.md §9), each said once: in a rollout the response
+//! items are the conversation (the events repeat them): `session_meta`
+//! `base_instructions` and developer messages as `system`, user messages as a person's
+//! or, for Codex's own blocks (`<environment_context>`, AGENTS.md, ... or a part whose
+//! `provenance` says `harness`), the harness's, the model's words and its `reasoning`
+//! (raw content where kept, else the summary), one record per content part; a
+//! `token_count`'s `last_token_usage` goes on the last words or thinking of the
+//! response it follows, the `turn_context` model on every agent message. A call's
+//! output file is what the tool printed: the output the model saw without Codex's
+//! `Exit code` / `Wall time` / `Output:` header (the exec event's whole output for a
+//! command that ended), the `output` of a JSON payload. An `apply_patch`'s diff is its
+//! patch event's or file-change item's per-file `unified_diff` where the log has one,
+//! else its patch text converted, hunks numbered within the chunks. Exec output gives
+//! the agent's words, thinking, commands' `aggregated_output`, MCP results.
 
 mod calls;
 mod events;
@@ -249,6 +264,27 @@ pub(super) fn content_text(v: Option<&Value>) -> String {
             texts.join("\n")
         }
         _ => String::new(),
+    }
+}
+
+/// The readable thinking of a `reasoning` item, one string per part: its raw
+/// `content` (`reasoning_text`) where the log keeps it, else its `summary` texts. An
+/// item with only `encrypted_content` has none.
+pub(super) fn reasoning_parts(item: &Map<String, Value>) -> Vec<String> {
+    let texts = |key: &str| -> Vec<String> {
+        let parts = item.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str).or(p.as_str()))
+            .filter(|t| !t.trim().is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let raw = texts("content");
+    if raw.is_empty() {
+        texts("summary")
+    } else {
+        raw
     }
 }
 

@@ -2,7 +2,9 @@
 //! completion claims, people's interventions, and each tool call's records. Both readers
 //! (rollout, `codex exec --json`) feed it events in stream order.
 
-use crate::recorder::Grade;
+use serde_json::Value;
+
+use crate::recorder::{Grade, Message};
 use crate::{Call, Recorder};
 
 use super::calls::{self, Change, Spec};
@@ -27,6 +29,16 @@ pub(super) struct Pending {
     /// A person approved it when asked (an approval request the log shows, then the run).
     pub approved: bool,
     pub failure: Option<&'static str>,
+    /// The call's id as the log spells it.
+    pub call_id: Option<String>,
+    /// The call's arguments as the log gives them.
+    pub arguments: Option<Value>,
+    /// What the tool printed, when the log shows it: the call's output file.
+    pub printed: Option<String>,
+    /// The tool said it failed (or succeeded), where a structured field says so.
+    pub is_error: Option<bool>,
+    /// A patch event's or file-change item's `changes`, for the edit's diff.
+    pub raw_changes: Option<Value>,
 }
 
 impl Pending {
@@ -45,7 +57,23 @@ impl Pending {
             declined: false,
             approved: false,
             failure: None,
+            call_id: None,
+            arguments: None,
+            printed: None,
+            is_error: None,
+            raw_changes: None,
         }
+    }
+
+    /// The log's id of the call (an empty id is none).
+    pub fn id(mut self, id: &str) -> Pending {
+        self.call_id = (!id.is_empty()).then(|| id.to_string());
+        self
+    }
+
+    pub fn arguments(mut self, arguments: Option<Value>) -> Pending {
+        self.arguments = arguments.filter(|a| !a.is_null());
+        self
     }
 }
 
@@ -65,6 +93,9 @@ pub(super) struct Sink {
     total_tokens: Option<(i64, i64)>,
     summed_tokens: Option<(i64, i64)>,
     patch: Option<String>,
+    /// The model the log names at this point (`turn_context`, session settings), put
+    /// on the agent's messages.
+    pub model: Option<String>,
 }
 
 impl Sink {
@@ -80,7 +111,23 @@ impl Sink {
             total_tokens: None,
             summed_tokens: None,
             patch: None,
+            model: None,
         }
+    }
+
+    /// A model a structured field names: the run's, and the one of the messages after it.
+    pub fn model(&mut self, model: &str) {
+        self.rec.model(model);
+        if !model.trim().is_empty() {
+            self.model = Some(model.to_string());
+        }
+    }
+
+    /// A message or message part, at its place in the stream; the agent's carry the
+    /// model of the moment.
+    pub fn say(&mut self, m: Message) {
+        let m = if m.role == crate::recorder::Role::Assistant { m.model(self.model.clone()) } else { m };
+        self.rec.message(m);
     }
 
     /// A message a person wrote: the first is the run's prompt, every later one an
@@ -180,7 +227,15 @@ impl Sink {
                 p.command = calls::changes_command(changes);
             }
         }
-        let mut call = Call::new(p.tool.clone()).command(p.command.clone()).ts(p.ts.clone()).duration(p.duration_ms);
+        let mut call = Call::new(p.tool.clone())
+            .command(p.command.clone())
+            .ts(p.ts.clone())
+            .duration(p.duration_ms)
+            .id(p.call_id.clone())
+            .is_error(p.is_error);
+        if let Some(a) = p.arguments.take() {
+            call = call.arguments(a);
+        }
         call.exit_code = p.exit;
         call.output = p.output.clone();
         call.timed_out = p.timed_out;
@@ -200,9 +255,16 @@ impl Sink {
         if p.approved && self.person_reviews {
             self.rec.person_decision(p.ts.as_deref(), true, &p.command);
         }
+        // A declined call never ran: it printed nothing the log shows. Otherwise the
+        // output file is what the tool printed, and what is read from the text (exit
+        // codes) is read from what the model was shown.
+        let printed = p.printed.take();
         match p.spec {
             Spec::Shell(command) => {
-                self.rec.shell(call, &command);
+                if call.exit_code.is_none() {
+                    call.exit_code = crate::shell::exit_code_from_text(&p.output).map(|c| (c, Grade::Derived));
+                }
+                self.rec.shell(with_printed(call, printed), &command);
             }
             Spec::Patch(text) => {
                 let (kind, paths) = match &p.changes {
@@ -217,16 +279,21 @@ impl Sink {
                 if !ok && call.failure_type.is_none() && !matches!(exit, Some(c) if c != 0) {
                     call.failure_type = Some("other");
                 }
-                self.rec.edit(call, kind, &paths, ok);
+                let rec = &self.rec;
+                let (diff, fragment) = calls::patch_diff(&text, p.raw_changes.as_ref(), &|path| rec.relative(path));
+                if fragment && diff.is_some() {
+                    self.rec.fragment_diff();
+                }
+                self.rec.edit(with_printed(call, printed).diff(diff), kind, &paths, ok);
             }
             Spec::Tool(kind, paths) => {
-                self.rec.tool(call, kind, &paths);
+                self.rec.tool(with_printed(call, printed), kind, &paths);
             }
             Spec::Stdin { empty: true } => {
-                self.rec.tool(call, "read", &[]);
+                self.rec.tool(with_printed(call, printed), "read", &[]);
             }
             Spec::Stdin { empty: false } | Spec::Opaque => {
-                self.rec.opaque(call);
+                self.rec.opaque(with_printed(call, printed));
             }
         }
     }
@@ -256,5 +323,13 @@ impl Sink {
             self.rec.stop_reason(reason);
         }
         self.rec
+    }
+}
+
+/// The call with its output file, when the log shows what the tool printed.
+fn with_printed(call: Call, printed: Option<String>) -> Call {
+    match printed {
+        Some(text) => call.output(text),
+        None => call,
     }
 }

@@ -12,6 +12,8 @@
 //! the header (the document without `samples`), each written as compact JSON.
 
 mod archive;
+mod edits;
+mod messages;
 mod sample;
 mod stream;
 #[cfg(test)]
@@ -122,8 +124,8 @@ fn read_eval(input: &Input, shape: &SampleShape, ctx: &Context) -> Result<Record
 type Copies = Vec<(String, Vec<u8>)>;
 
 /// A chunked sample put back together: the `sample.json` shell, its `metadata.json`,
-/// the `events/` chunks in index order, and the `attachments/` chunks (a list of
-/// strings that `attachment://N` names by index). Every member of the folder is kept
+/// the `events/` and `messages/` (the pool of model inputs) chunks in index order, and
+/// the `attachments/` chunks (a list of strings that `attachment://N` names by index). Every member of the folder is kept
 /// as a source copy.
 fn chunked(
     input: &Input,
@@ -153,6 +155,17 @@ fn chunked(
         }
     }
     sample["events"] = Value::Array(events);
+    // The message pool the model events' `input_refs` index.
+    let mut pool = Vec::new();
+    for chunk in archive::chunks(names, folder, "messages") {
+        match parse(input, chunk, bytes_of(chunk).unwrap_or(b""), "a chunk of messages")? {
+            Value::Array(items) => pool.extend(items),
+            _ => return Err(input.refuse(Some(format!("member {chunk}")), "expected a list of messages")),
+        }
+    }
+    if !pool.is_empty() {
+        sample["message_pool"] = Value::Array(pool);
+    }
     let mut attachments: Vec<String> = Vec::new();
     for chunk in archive::chunks(names, folder, "attachments") {
         match parse(input, chunk, bytes_of(chunk).unwrap_or(b""), "a chunk of attachments")? {

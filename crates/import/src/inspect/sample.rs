@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::messages::{self, Conversation};
 use super::stream;
 use crate::{Context, Format, Recorder, Verdict};
 
@@ -140,7 +141,26 @@ pub(super) fn map(header: &Header, sample: &Value, ctx: &Context) -> Result<Reco
         Some(Value::Array(a)) => a.as_slice(),
         Some(_) => return Err("expected the sample's `events` to be a list".into()),
     };
-    let seen = stream::walk(header, events, &mut rec);
+    // The conversation (docs/format.md §9): the task as the sample gives it, then the
+    // messages in stream order with the calls.
+    rec.record_messages();
+    if let Some(prompt) = messages::task_prompt(sample) {
+        rec.task_prompt(&prompt);
+    }
+    let mut conversation = Conversation::new(sample);
+    let seen = stream::walk(header, events, &mut conversation, &mut rec);
+    if seen.replies == 0 {
+        if let Some(list) = sample.get("messages").and_then(Value::as_array) {
+            conversation.messages_without_events(list, &mut rec);
+        }
+    }
+    // A submission is the agent's answer: the sample's `output.completion` is what
+    // Inspect made of it (react() appends the answer to the last reply's text), which
+    // the scorers read.
+    if let Some(answer) = &seen.submitted {
+        let completion = sample.get("output").and_then(|o| o.get("completion")).and_then(Value::as_str);
+        rec.final_message(completion.filter(|c| !c.trim().is_empty()).unwrap_or(answer));
+    }
 
     scores(sample, header, ctx, &mut rec);
     if let Some(limit) = sample.get("limit").filter(|l| !l.is_null()) {

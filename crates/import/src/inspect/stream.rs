@@ -1,5 +1,6 @@
 //! A sample's `events` (not its `messages`, which drop calls such as `submit`) read in
-//! stream order into recorder calls.
+//! stream order into recorder calls, the conversation with them ([`super::messages`]:
+//! each model call's new input messages and its reply, before the calls it made).
 //!
 //! Three layouts of the same events exist across Inspect versions, and the exit code of
 //! a tool call is found differently in each:
@@ -14,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, FixedOffset};
 use serde_json::Value;
 
+use super::messages::Conversation;
 use super::sample::Header;
 use super::tools;
 use crate::Recorder;
@@ -23,16 +25,40 @@ use crate::Recorder;
 pub(super) struct Seen {
     pub budget_limit: bool,
     pub error: bool,
+    /// The answer of the agent's last successful submission.
+    pub submitted: Option<String>,
+    /// Model replies recorded as messages.
+    pub replies: usize,
 }
 
-pub(super) fn walk(header: &Header, events: &[Value], rec: &mut Recorder) -> Seen {
+pub(super) fn walk<'a>(
+    header: &Header,
+    events: &'a [Value],
+    conversation: &mut Conversation<'a>,
+    rec: &mut Recorder,
+) -> Seen {
     let mut approvals = HashMap::new();
     collect_approvals(events, &mut approvals, 0);
-    let mut w = Walker { header, approvals, seen: Seen::default(), scorer_steps: 0, skipped_scorer_tools: false };
-    w.list(events, rec, 0, false);
+    let mut w = Walker {
+        header,
+        approvals,
+        seen: Seen::default(),
+        scorer_steps: 0,
+        skipped_scorer_tools: false,
+        conversation,
+        truncated_outputs: 0,
+    };
+    w.list(events, rec, 0, false, None);
     if w.skipped_scorer_tools {
         rec.note("tool calls made inside scorers are the evaluator's, not the agent's: not recorded");
     }
+    if w.truncated_outputs > 0 {
+        rec.note(format!(
+            "Inspect cut the output of {} tool calls to its max_tool_output before logging it: their output files hold what the log holds",
+            w.truncated_outputs
+        ));
+    }
+    w.seen.replies = w.conversation.replies;
     w.seen
 }
 
@@ -67,6 +93,7 @@ pub(super) fn time(ts: Option<&str>) -> Option<DateTime<FixedOffset>> {
 
 struct Span<'a> {
     ty: &'a str,
+    name: &'a str,
     parent: Option<&'a str>,
 }
 
@@ -84,7 +111,11 @@ impl<'a> Spans<'a> {
         let mut by_id = HashMap::new();
         for e in events.iter().filter(|e| kind(e) == "span_begin") {
             if let Some(id) = str_of(e, "id") {
-                let span = Span { ty: str_of(e, "type").unwrap_or(""), parent: str_of(e, "parent_id") };
+                let span = Span {
+                    ty: str_of(e, "type").unwrap_or(""),
+                    name: str_of(e, "name").unwrap_or(""),
+                    parent: str_of(e, "parent_id"),
+                };
                 by_id.insert(id, span);
             }
         }
@@ -110,6 +141,26 @@ impl<'a> Spans<'a> {
             at = span.parent;
         }
         None
+    }
+
+    /// The agent that made a model call, when it is not the sample's own: the innermost
+    /// of two or more nested `agent` spans (a handoff, an agent run as a tool), when its
+    /// name is not the outermost's.
+    fn subagent(&self, start: Option<&'a str>) -> Option<&'a str> {
+        let mut at = start;
+        let mut agents = Vec::new();
+        for _ in 0..256 {
+            let Some((_, span)) = at.and_then(|id| self.by_id.get_key_value(id)) else {
+                break;
+            };
+            if span.ty == "agent" {
+                agents.push(span.name);
+            }
+            at = span.parent;
+        }
+        // An agent that wraps one of its own name is still the sample's own agent.
+        let (inner, outer) = (agents.first()?, agents.last()?);
+        (agents.len() >= 2 && inner != outer && !inner.is_empty()).then_some(*inner)
     }
 
     /// Each `ToolEvent` is written right after its tool span begins; when something
@@ -160,12 +211,23 @@ struct Walker<'h, 'a> {
     /// How many `step` scorers are open (logs without spans).
     scorer_steps: usize,
     skipped_scorer_tools: bool,
+    conversation: &'h mut Conversation<'a>,
+    /// Tool calls whose output Inspect cut before logging it.
+    truncated_outputs: usize,
 }
 
 impl<'a> Walker<'_, 'a> {
     /// `nested_people`: the list is a call's nested events, whose approvals and inputs
-    /// were placed before the call.
-    fn list(&mut self, events: &'a [Value], rec: &mut Recorder, depth: usize, nested_people: bool) {
+    /// were placed before the call. `agent`: the subagent whose events these are
+    /// (a handoff's or a subtask's nested events).
+    fn list(
+        &mut self,
+        events: &'a [Value],
+        rec: &mut Recorder,
+        depth: usize,
+        nested_people: bool,
+        agent: Option<&'a str>,
+    ) {
         let spans = Spans::new(events);
         let has_spans = !spans.by_id.is_empty();
         for (i, e) in events.iter().enumerate() {
@@ -183,6 +245,8 @@ impl<'a> Walker<'_, 'a> {
                     if let Some(m) = str_of(e, "model") {
                         rec.model(m);
                     }
+                    let author = spans.subagent(str_of(e, "span_id")).or(agent);
+                    self.conversation.model_event(e, author, rec);
                 }
                 "tool" if in_scorer => self.skipped_scorer_tools = true,
                 "tool" => {
@@ -197,9 +261,16 @@ impl<'a> Walker<'_, 'a> {
                         self.person(n, rec);
                     }
                     let decision = str_of(e, "id").and_then(|id| self.approvals.get(id)).copied();
-                    tools::call(e, &execs, decision, &self.header.submit_names, rec);
+                    if e.get("truncated").is_some_and(|t| !t.is_null()) {
+                        self.truncated_outputs += 1;
+                    }
+                    if let Some(answer) = tools::call(e, &execs, decision, &self.header.submit_names, rec) {
+                        self.seen.submitted = Some(answer);
+                    }
                     if depth < 16 && nested.iter().any(|n| matches!(kind(n), "tool" | "subtask" | "model")) {
-                        self.list(nested, rec, depth + 1, true);
+                        // A handoff's events are its agent's.
+                        let inner = str_of(e, "agent").or(agent);
+                        self.list(nested, rec, depth + 1, true, inner);
                     }
                 }
                 "approval" | "input" if nested_people => {} // placed before their call
@@ -216,7 +287,7 @@ impl<'a> Walker<'_, 'a> {
                 }
                 "subtask" if depth < 16 => {
                     if let Some(nested) = e.get("events").and_then(Value::as_array) {
-                        self.list(nested, rec, depth + 1, false);
+                        self.list(nested, rec, depth + 1, false, str_of(e, "name").or(agent));
                     }
                 }
                 _ => {} // unknown and uninteresting event types are skipped
@@ -229,7 +300,9 @@ impl<'a> Walker<'_, 'a> {
         let ts = str_of(e, "timestamp");
         match kind(e) {
             "input" => {
-                rec.person_message(ts, &input_text(e));
+                let text = input_text(e);
+                self.conversation.typed(&text);
+                rec.person_message(ts, &text);
             }
             // Inspect logs its own approvers unqualified (`human`, `auto`, `policy`).
             "approval" if matches!(str_of(e, "approver"), Some("human" | "inspect_ai/human")) => {

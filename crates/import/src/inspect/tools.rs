@@ -1,8 +1,11 @@
 //! One Inspect `ToolEvent` as recorder calls: the tool's name says what kind of call it
-//! is (section 4), the sandbox `exec` of the call its exit code, `error` its failure.
+//! is (section 4), the sandbox `exec` of the call its exit code, `error` its failure;
+//! its `result` (and error message) is the call's output, and a `text_editor` edit
+//! carries its diff ([`super::edits`]).
 
 use serde_json::{Map, Value};
 
+use super::edits;
 use super::stream::time;
 use crate::{Call, EditKind, Grade, Recorder};
 
@@ -130,9 +133,21 @@ fn duration_ms(start: Option<&str>, end: Option<&str>) -> Option<f64> {
     (ms >= 0.0).then_some(ms)
 }
 
+/// The tools whose edits [`edits::text_editor`] reads.
+fn is_text_editor(function: &str) -> bool {
+    matches!(function, "text_editor" | "str_replace_editor" | "str_replace_based_edit_tool")
+}
+
 /// One tool call, at its place in the stream. `decision`: the last approval decision
-/// taken before it ran, if any approver saw it.
-pub(super) fn call(e: &Value, execs: &[&Value], decision: Option<&str>, submit_names: &[String], rec: &mut Recorder) {
+/// taken before it ran, if any approver saw it. Returns the answer of a successful
+/// submission (empty when it gave none).
+pub(super) fn call(
+    e: &Value,
+    execs: &[&Value],
+    decision: Option<&str>,
+    submit_names: &[String],
+    rec: &mut Recorder,
+) -> Option<String> {
     let function = e.get("function").and_then(Value::as_str).unwrap_or("unknown");
     let empty = Map::new();
     let args = e.get("arguments").and_then(Value::as_object).unwrap_or(&empty);
@@ -144,25 +159,39 @@ pub(super) fn call(e: &Value, execs: &[&Value], decision: Option<&str>, submit_n
     let error_type = error.and_then(|e| e.get("type")).and_then(Value::as_str);
     let error_message = error.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("");
 
-    let mut output = text(e.get("result"));
+    // What the agent got back: the result, then the error's message. A call still
+    // pending (a log written while it ran) has no result yet.
+    let result = text(e.get("result"));
+    let mut output = result.clone();
     if !error_message.is_empty() {
         if !output.is_empty() {
             output.push('\n');
         }
         output.push_str(error_message);
     }
+    let shown = e.get("pending").and_then(Value::as_bool) != Some(true)
+        && (e.get("result").is_some() || !error_message.is_empty());
     let command = match &kind {
         Kind::Shell(c) | Kind::Python(c) => c.clone(),
         _ => Value::Object(args.clone()).to_string(),
     };
-    let mut call = Call::new(function).command(command).ts(ts).duration(duration_ms(ts, completed)).output(output);
+    let mut call = Call::new(function)
+        .command(command)
+        .ts(ts)
+        .duration(duration_ms(ts, completed))
+        .id(e.get("id").and_then(Value::as_str))
+        .arguments(e.get("arguments").cloned().unwrap_or(Value::Null))
+        .is_error(Some(error.is_some()));
+    if shown {
+        call = call.output(output);
+    }
 
     // Refused before it ran: by an approver (any: a policy's refusal is recorded by
     // the failure type alone), or the tool reported its approval error.
     if error_type == Some("approval") || matches!(decision, Some("reject" | "terminate")) {
         let kind_name = kind.refused_kind();
         rec.refused(call, kind_name);
-        return;
+        return None;
     }
 
     let code = exit_code(execs);
@@ -190,6 +219,14 @@ pub(super) fn call(e: &Value, execs: &[&Value], decision: Option<&str>, submit_n
             rec.python(call, &code);
         }
         Kind::Edit(edit, paths) => {
+            // Only an edit that happened has a diff.
+            let diff = if ok && is_text_editor(function) { edits::text_editor(args, &result) } else { None };
+            if let Some(d) = diff {
+                if d.fragment {
+                    rec.fragment_diff();
+                }
+                call = call.diff(Some(d.diff));
+            }
             rec.edit(call, edit, &paths, ok);
         }
         Kind::Named(k, paths) => {
@@ -199,10 +236,12 @@ pub(super) fn call(e: &Value, execs: &[&Value], decision: Option<&str>, submit_n
             rec.tool(call, "other", &[]);
             if ok {
                 rec.complete(completed.or(ts), answer.as_deref());
+                return Some(answer.unwrap_or_default());
             }
         }
         Kind::Opaque => {
             rec.opaque(call);
         }
     }
+    None
 }

@@ -12,6 +12,8 @@ use regex::{Regex, RegexBuilder};
 use serde_json::Value;
 
 use super::text;
+use crate::recorder::Message;
+use crate::swe_agent::template_fill;
 use crate::{Call, Grade, Recorder};
 
 /// The first line of output by which the agent submits (1.x and 2.x spellings).
@@ -24,11 +26,15 @@ struct Action {
     command: String,
     tool: String,
     id: Option<String>,
+    /// The tool call's arguments (2.x tool calls), as the log gives them.
+    arguments: Option<Value>,
     /// A command a person typed in human mode.
     human: bool,
 }
 
 struct Turn<'a> {
+    /// The message that started the turn (none for the messages after the task).
+    start: Option<&'a Value>,
     actions: Vec<Action>,
     ts: Option<f64>,
     followers: Vec<&'a Value>,
@@ -38,6 +44,9 @@ struct Turn<'a> {
 struct Obs {
     id: Option<String>,
     output: String,
+    /// The log shows the whole output (`extra.raw_output`, or the `<output>` of the
+    /// observation's text); not when the harness cut it to its head and tail.
+    shown: bool,
     exit: Option<(i64, Grade)>,
     timed_out: bool,
     not_executed: bool,
@@ -60,14 +69,24 @@ pub(super) fn stream(rec: &mut Recorder, msgs: &[Value], config: &Value, exit_st
     let has_exit_msg = msgs.iter().any(|m| role(m) == "exit");
     // The first user message is the task; what comes before it is the system prompt.
     let start = msgs.iter().position(|m| role(m) == "user").map_or(0, |i| i + 1);
-    let mut turns = vec![Turn { actions: Vec::new(), ts: None, followers: Vec::new() }];
-    for m in &msgs[start..] {
-        if role(m) == "system" {
-            continue;
+    rec.record_messages();
+    let template = config.pointer("/agent/instance_template").and_then(Value::as_str);
+    for m in &msgs[..start] {
+        let t = text(m);
+        if role(m) == "user" {
+            if let Some(task) = template.and_then(|tpl| template_fill(tpl, &t)) {
+                rec.task_prompt(&task);
+            }
+            rec.message(Message::user(t).ts(ts(m).and_then(rfc3339)));
+        } else {
+            rec.message(Message::system(t).ts(ts(m).and_then(rfc3339)));
         }
+    }
+    let mut turns = vec![Turn { start: None, actions: Vec::new(), ts: None, followers: Vec::new() }];
+    for m in &msgs[start..] {
         tokens(rec, m);
         match turn_start(m, &regexes) {
-            Some(actions) => turns.push(Turn { actions, ts: ts(m), followers: Vec::new() }),
+            Some(actions) => turns.push(Turn { start: Some(m), actions, ts: ts(m), followers: Vec::new() }),
             None => turns.last_mut().expect("one turn at least").followers.push(m),
         }
     }
@@ -110,9 +129,16 @@ fn flush(rec: &mut Recorder, turn: &Turn, submitted: bool) {
         let n = turn.actions.len();
         (0..n).find(|&k| sentinel(&turn.actions[k]) && no_result(k)).or_else(|| (0..n).rev().find(|&k| no_result(k)))
     };
+    if let Some(m) = turn.start {
+        rec.message(said(m));
+    }
     let mut boundary = turn.ts;
     for (k, a) in turn.actions.iter().enumerate() {
-        let mut call = Call::new(a.tool.clone()).command(a.command.clone()).ts(boundary.and_then(rfc3339));
+        let mut call = Call::new(a.tool.clone())
+            .command(a.command.clone())
+            .ts(boundary.and_then(rfc3339))
+            .id(a.id.clone())
+            .arguments(a.arguments.clone().unwrap_or(Value::Null));
         if Some(k) == submit {
             rec.note("the submit command's exit code is not logged (its output is the submission)");
             run(rec, call, a);
@@ -124,7 +150,16 @@ fn flush(rec: &mut Recorder, turn: &Turn, submitted: bool) {
                 rec.refused(call, "run");
             }
             Some(o) => {
-                call.output = o.output.clone();
+                call = if o.shown {
+                    call.output(o.output.clone())
+                } else {
+                    rec.note(if o.output.contains("<output_head>") {
+                        "an output the harness cut to its head and tail is not kept as the call's output"
+                    } else {
+                        "an observation with no `<output>` and no `raw_output` is not kept as the call's output"
+                    });
+                    Call { output: o.output.clone(), ..call }
+                };
                 call.exit_code = o.exit;
                 call.timed_out = o.timed_out;
                 if let (Some(s), Some(e)) = (boundary, o.ts) {
@@ -149,19 +184,54 @@ fn flush(rec: &mut Recorder, turn: &Turn, submitted: bool) {
     }
     for f in &turn.followers {
         let at = ts(f).and_then(rfc3339);
-        match person(f) {
+        // The observations are the calls' results, which the recorder writes.
+        let message = match person(f) {
             Some(Person::Rejection) => {
                 rec.person_decision(at.as_deref(), false, &text(f));
+                Some(Message::human(text(f)))
             }
             Some(Person::Abort) => {
                 rec.person_abort(at.as_deref(), &text(f));
+                Some(Message::human(text(f)))
             }
             Some(Person::NewTask) => {
                 rec.person_message(at.as_deref(), &text(f));
+                Some(Message::human(text(f)))
             }
-            None => {}
+            None if is_observation(f) => None,
+            None => match role(f) {
+                "system" => Some(Message::system(text(f))),
+                // The harness's messages to the model (a format error, the output it
+                // took as the submission); `exit` is its closing record, not a message.
+                "user" => Some(Message::harness(text(f))),
+                "assistant" => Some(said(f)),
+                _ => None,
+            },
+        };
+        if let Some(m) = message {
+            rec.message(m.ts(at));
         }
     }
+}
+
+/// What a message that starts a turn says: the model's text (with its action blocks, as
+/// the log keeps them), thinking, usage and model; a person's command in human mode.
+fn said(m: &Value) -> Message {
+    let at = ts(m).and_then(rfc3339);
+    if role(m) == "user" {
+        return Message::human(text(m)).ts(at);
+    }
+    let thinking: Vec<String> = m
+        .get("thinking_blocks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("thinking").and_then(Value::as_str).map(str::to_string))
+        .chain(m.get("reasoning_content").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let (tokens_in, tokens_out) = usage(m);
+    let model = m.pointer("/extra/response/model").and_then(Value::as_str);
+    Message::assistant(text(m)).reasoning(thinking.join("\n\n")).tokens(tokens_in, tokens_out).model(model).ts(at)
 }
 
 fn run(rec: &mut Recorder, call: Call, a: &Action) {
@@ -205,11 +275,16 @@ fn turn_start(m: &Value, regexes: &[Regex]) -> Option<Vec<Action>> {
         for a in list {
             let command = a.get("command").and_then(Value::as_str).or_else(|| a.as_str()).unwrap_or("");
             let id = a.get("tool_call_id").and_then(Value::as_str).map(str::to_string);
-            let tool = id
-                .as_ref()
-                .and_then(|id| names.iter().find(|(i, _)| i == id).map(|(_, n)| n.clone()))
-                .unwrap_or_else(|| if id.is_some() { "bash".into() } else { "shell".into() });
-            out.push(Action { command: command.to_string(), tool, id, human });
+            let named = id.as_ref().and_then(|id| names.iter().find(|(i, _, _)| i == id));
+            let tool = named.map(|(_, n, _)| n.clone()).unwrap_or_else(|| {
+                if id.is_some() {
+                    "bash".into()
+                } else {
+                    "shell".into()
+                }
+            });
+            let arguments = named.and_then(|(_, _, a)| a.clone());
+            out.push(Action { command: command.to_string(), tool, id, arguments, human });
         }
     } else if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
         for c in calls {
@@ -224,7 +299,7 @@ fn turn_start(m: &Value, regexes: &[Regex]) -> Option<Vec<Action>> {
             };
             let tool = f.get("name").and_then(Value::as_str).unwrap_or("bash").to_string();
             let id = c.get("id").or_else(|| c.get("call_id")).and_then(Value::as_str).map(str::to_string);
-            out.push(Action { command: command.to_string(), tool, id, human: false });
+            out.push(Action { command: command.to_string(), tool, id, arguments: Some(args.clone()), human: false });
         }
     } else {
         // 1.x: the one action block of the text (none, or several, is a format error the
@@ -237,7 +312,7 @@ fn turn_start(m: &Value, regexes: &[Regex]) -> Option<Vec<Action>> {
                 continue;
             }
             if let [one] = found.as_slice() {
-                out.push(Action { command: one.clone(), tool: "shell".into(), id: None, human });
+                out.push(Action { command: one.clone(), tool: "shell".into(), id: None, arguments: None, human });
             }
             break;
         }
@@ -245,14 +320,19 @@ fn turn_start(m: &Value, regexes: &[Regex]) -> Option<Vec<Action>> {
     Some(out)
 }
 
-/// `(tool_call id, function name)` of an assistant message's tool calls.
-fn tool_names(m: &Value) -> Vec<(String, String)> {
+/// `(tool_call id, function name, arguments)` of an assistant message's tool calls (the
+/// arguments, a JSON string in the log, read as JSON).
+fn tool_names(m: &Value) -> Vec<(String, String, Option<Value>)> {
     let mut out = Vec::new();
     for c in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
         let id = c.get("id").and_then(Value::as_str);
         let name = c.pointer("/function/name").and_then(Value::as_str);
+        let arguments = c.pointer("/function/arguments").map(|a| match a {
+            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| a.clone()),
+            other => other.clone(),
+        });
         if let (Some(id), Some(name)) = (id, name) {
-            out.push((id.to_string(), name.to_string()));
+            out.push((id.to_string(), name.to_string(), arguments));
         }
     }
     out
@@ -296,15 +376,30 @@ fn observation(m: &Value) -> Obs {
         None if timed_out => None,
         None => returncode_tag(&t).map(|c| (c, Grade::Derived)),
     };
-    let output = get("raw_output").and_then(Value::as_str).map(str::to_string).unwrap_or(t);
+    let (output, shown) = match get("raw_output").and_then(Value::as_str) {
+        Some(raw) => (raw.to_string(), true),
+        None => match output_tag(&t) {
+            Some(inner) => (inner, true),
+            None => (t, false),
+        },
+    };
     Obs {
         id: m.get("tool_call_id").or_else(|| m.get("call_id")).and_then(Value::as_str).map(str::to_string),
         output,
+        shown,
         exit,
         timed_out,
         not_executed: exception == "action was not executed",
         ts: ts(m),
     }
+}
+
+/// The text of an observation's `<output>` tag: the template writes `<output>`, a newline,
+/// the output, `</output>`. An output cut to `<output_head>` and `<output_tail>` has none.
+fn output_tag(t: &str) -> Option<String> {
+    let rest = t.split_once("<output>")?.1;
+    let inner = &rest[..rest.rfind("</output>")?];
+    Some(inner.strip_prefix('\n').unwrap_or(inner).to_string())
 }
 
 fn returncode_tag(t: &str) -> Option<i64> {
@@ -340,12 +435,17 @@ fn person(m: &Value) -> Option<Person> {
 
 /// Tokens of a model call, from the provider's response kept in `extra.response.usage`.
 fn tokens(rec: &mut Recorder, m: &Value) {
-    let Some(usage) = m.pointer("/extra/response/usage") else {
-        return;
-    };
-    let n = |keys: [&str; 2]| keys.iter().find_map(|k| usage.get(*k).and_then(Value::as_i64));
-    let (i, o) = (n(["prompt_tokens", "input_tokens"]), n(["completion_tokens", "output_tokens"]));
+    let (i, o) = usage(m);
     if i.is_some() || o.is_some() {
         rec.tokens(i, o);
     }
+}
+
+/// `(input, output)` tokens of `extra.response.usage`.
+fn usage(m: &Value) -> (Option<i64>, Option<i64>) {
+    let Some(usage) = m.pointer("/extra/response/usage") else {
+        return (None, None);
+    };
+    let n = |keys: [&str; 2]| keys.iter().find_map(|k| usage.get(*k).and_then(Value::as_i64));
+    (n(["prompt_tokens", "input_tokens"]), n(["completion_tokens", "output_tokens"]))
 }

@@ -6,7 +6,9 @@
 //! `extra.actions`, tool calls, or in 1.x the one ```` ```bash ```` block of its text),
 //! the observations that follow carry their results (`extra.returncode`, or the
 //! `<returncode>` tag of 1.x), and the messages the interactive agent writes for a person
-//! (`extra.interrupt_type`) are interventions. The reading is in `messages`.
+//! (`extra.interrupt_type`) are interventions. The messages are also the run's
+//! conversation (docs/format.md §9): each call's output is the observation's
+//! `extra.raw_output` or its `<output>` text. The reading is in `messages`.
 //!
 //! Not trajectories: a bare list of messages (the upstream test data holds such lists)
 //! is refused; a `preds.json` is predictions, joined to the runs of the call as SWE-agent's

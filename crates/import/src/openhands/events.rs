@@ -2,13 +2,18 @@
 //! `args`) and observations (`observation`, `content`, `extras`, `cause` = the id of the
 //! action they answer), read in id order. An action and its observation are one tool
 //! call, placed at the action; the observation gives its exit code and output.
+//!
+//! The conversation (docs/format.md §9.1): the system prompt (`system`), a person's and
+//! the harness's messages (`message` from `user`), the agent's messages and the text of
+//! the LLM response each call came from (its `tool_call_metadata`, else the action's
+//! `thought`), said before the call; the recorder writes the call and its result.
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
 use super::order::{args, extras, items, obj, str_of, Item, Obj};
-use crate::recorder::{Call, EditKind, Grade};
+use crate::recorder::{Call, EditKind, Grade, Message};
 use crate::swe_bench::pylit;
 use crate::{Input, Recorder, Refusal};
 
@@ -59,12 +64,22 @@ pub(super) fn read(
     place: &Option<String>,
 ) -> Result<Stream, Refusal> {
     let items = items(events, input, place)?;
+    rec.record_messages();
     let mut reader = Reader::new(events);
     reader.workdir(rec, &items);
     for item in &items {
         match item {
             Item::Action(a, obs) => reader.action(rec, a, *obs),
-            Item::Observation(o) => reader.observation(rec, o),
+            Item::Observation(o) => {
+                // An error no action caused (a malformed call, the controller's stop)
+                // is put to the agent as a user message the harness wrote.
+                if str_of(o, "observation") == Some("error") {
+                    let text = str_of(o, "content").unwrap_or("");
+                    let ts = str_of(o, "timestamp").and_then(stamp).map(|(ts, _)| ts);
+                    rec.message(Message::harness(text).ts(ts));
+                }
+                reader.observation(rec, o)
+            }
         }
     }
     if reader.zoneless {
@@ -108,6 +123,9 @@ pub(super) struct Reader {
     last_error: Option<String>,
     /// Nothing happened since the agent's `finish`.
     pub(super) finished: bool,
+    /// LLM responses whose text (and usage) was said already: one response may make
+    /// several calls.
+    spoken: HashSet<String>,
 }
 
 impl Reader {
@@ -126,6 +144,7 @@ impl Reader {
             decisions_in_stream,
             last_error: None,
             finished: false,
+            spoken: HashSet::new(),
         }
     }
 
@@ -199,7 +218,9 @@ impl Reader {
             .filter(|n| !n.is_empty())
             .unwrap_or(default_tool);
         let duration = ts.as_deref().zip(obs_ts.as_deref()).and_then(|(a, b)| millis_between(a, b));
-        let mut call = Call::new(tool).ts(ts).duration(duration);
+        let id = a.get("tool_call_metadata").and_then(obj).and_then(|t| str_of(t, "tool_call_id"));
+        let mut call =
+            Call::new(tool).ts(ts).duration(duration).id(id.filter(|i| !i.is_empty())).arguments(call_arguments(a));
         if let Some(o) = obs {
             call = call.output(str_of(o, "content").unwrap_or(""));
         }
@@ -245,19 +266,28 @@ impl Reader {
             // The environment's own actions (state changes, setup) are no one's calls.
             _ => return self.skip(rec, a, obs),
         }
+        if matches!(kind, "system" | "message") {
+            let ts = self.saw(rec, a);
+            let text = str_of(args(a), "content").unwrap_or("");
+            let m = if kind == "system" {
+                Message::system(text)
+            } else {
+                let (tokens_in, tokens_out, model) = self.usage(a);
+                Message::assistant(text).tokens(tokens_in, tokens_out).model(model)
+            };
+            rec.message(m.ts(ts));
+            if let Some(o) = obs {
+                self.observation(rec, o);
+            }
+            return;
+        }
         if matches!(
             kind,
-            "system"
-                | "recall"
-                | "message"
-                | "null"
-                | "condensation"
-                | "condensation_request"
-                | "change_agent_state"
-                | "summarize"
+            "recall" | "null" | "condensation" | "condensation_request" | "change_agent_state" | "summarize"
         ) {
             return self.skip(rec, a, obs);
         }
+        self.say(rec, a, kind);
         let rejected = obs.is_some_and(|o| str_of(o, "observation") == Some("user_rejected"))
             || str_of(args(a), "confirmation_state") == Some("rejected");
         if rejected {
@@ -288,6 +318,8 @@ impl Reader {
                 let ts = self.saw(rec, a);
                 self.user_messages += 1;
                 let text = str_of(args(a), "content").unwrap_or("");
+                let said = if harness_reply(text) { Message::harness(text) } else { Message::human(text) };
+                rec.message(said.ts(ts.clone()));
                 if self.user_messages > 1 && !harness_reply(text) {
                     self.finished = false;
                     rec.person_message(ts.as_deref(), text);
@@ -344,7 +376,8 @@ impl Reader {
         if str_of(o, "observation") == Some("error") && !call.timed_out {
             call = call.failure("other");
         }
-        call
+        let failed = call.timed_out || call.failure_type.is_some() || code.is_some_and(|c| c != 0 && c != -1);
+        call.is_error(Some(failed))
     }
 
     /// A non-shell tool's call; `ok` false when its observation reports an error
@@ -361,10 +394,104 @@ impl Reader {
             str_of(o, "observation") == Some("error")
                 || str_of(o, "content").unwrap_or("").trim_start().starts_with("ERROR:")
         });
+        let call = call.is_error(obs.map(|_| failed));
         if failed {
             (call.failure("other"), false)
         } else {
             (call, true)
+        }
+    }
+
+    /// The text of the LLM response an action came from, said before its call: the
+    /// response's own message (once per response), else the action's `thought` (a
+    /// `think` call's thought is its argument, not something said beside it).
+    fn say(&mut self, rec: &mut Recorder, a: &Obj, kind: &str) {
+        let resp = a.get("tool_call_metadata").and_then(obj).and_then(|t| t.get("model_response")).and_then(obj);
+        let message = resp
+            .and_then(|r| r.get("choices"))
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .and_then(|c| c.get("message"))
+            .and_then(obj);
+        let id = resp.and_then(|r| str_of(r, "id")).filter(|i| !i.is_empty());
+        if id.is_some_and(|i| self.spoken.contains(i)) {
+            return;
+        }
+        let (text, reasoning) = match (message, id) {
+            (Some(m), Some(_)) => {
+                (content_text(m.get("content")), str_of(m, "reasoning_content").unwrap_or("").to_string())
+            }
+            _ if kind == "think" => return,
+            _ => (
+                str_of(args(a), "thought").unwrap_or("").to_string(),
+                str_of(args(a), "reasoning_content").unwrap_or("").to_string(),
+            ),
+        };
+        let (tokens_in, tokens_out, model) = self.usage(a);
+        let ts = str_of(a, "timestamp").and_then(stamp).map(|(ts, _)| ts);
+        rec.message(Message::assistant(text).reasoning(reasoning).tokens(tokens_in, tokens_out).model(model).ts(ts));
+    }
+
+    /// The usage and model of the LLM response an action came from, the first time that
+    /// response is seen: its `usage`, else the per-response entry `llm_metrics` keeps.
+    fn usage(&mut self, a: &Obj) -> (Option<i64>, Option<i64>, Option<String>) {
+        let resp = a.get("tool_call_metadata").and_then(obj).and_then(|t| t.get("model_response")).and_then(obj);
+        let per_call = a
+            .get("llm_metrics")
+            .and_then(|m| m.get("token_usages"))
+            .and_then(Value::as_array)
+            .and_then(|u| u.last())
+            .and_then(obj);
+        let id = resp
+            .and_then(|r| str_of(r, "id"))
+            .or_else(|| per_call.and_then(|u| str_of(u, "response_id")))
+            .filter(|i| !i.is_empty());
+        if let Some(id) = id {
+            if !self.spoken.insert(id.to_string()) {
+                return (None, None, None);
+            }
+        }
+        let usage = resp.and_then(|r| r.get("usage")).and_then(obj).or(per_call);
+        let count = |k: &str| usage.and_then(|u| u.get(k)).and_then(Value::as_i64);
+        let model = resp.and_then(|r| str_of(r, "model")).filter(|m| !m.is_empty()).map(str::to_string);
+        (count("prompt_tokens"), count("completion_tokens"), model)
+    }
+}
+
+/// A message's `content`: a string, or the text parts of a list.
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
+        _ => String::new(),
+    }
+}
+
+/// A call's arguments: the function arguments of its tool call in the LLM response
+/// (`tool_call_metadata`), else the action's `args` without the model's `thought`.
+fn call_arguments(a: &Obj) -> Value {
+    let meta = a.get("tool_call_metadata").and_then(obj);
+    let id = meta.and_then(|t| str_of(t, "tool_call_id"));
+    let calls = meta
+        .and_then(|t| t.get("model_response"))
+        .and_then(|r| r.get("choices"))
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .and_then(|c| c.get("message"))
+        .and_then(|m| m.get("tool_calls"))
+        .and_then(Value::as_array);
+    let function = calls
+        .into_iter()
+        .flatten()
+        .find(|c| id.is_some() && c.get("id").and_then(Value::as_str) == id)
+        .and_then(|c| c.get("function"));
+    match function.and_then(|f| f.get("arguments")) {
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+        Some(v) if !v.is_null() => v.clone(),
+        _ => {
+            let mut args = args(a).clone();
+            args.shift_remove("thought");
+            Value::Object(args)
         }
     }
 }

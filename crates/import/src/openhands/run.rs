@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::events::{self, action_kind_of, editor_kind, file_editor_args, Reader, Stream};
 use super::order::extras;
+use crate::diff;
 use crate::recorder::{first_line, EditKind, Verdict};
 use crate::{Format, Input, Part, Recorder, Refusal};
 
@@ -70,6 +71,10 @@ pub(super) fn output(
     }
     if events.is_empty() {
         rec.note("the evaluation output holds no history: the run's events are not in the log");
+    }
+    // The benchmark's instruction is the task as given (the first user message repeats it).
+    if let Some(instruction) = o.get("instruction").and_then(Value::as_str) {
+        rec.task_prompt(instruction);
     }
     let stream = events::read(&mut rec, events, input, &place)?;
     // The evaluation names no OpenHands version, only the commit it ran.
@@ -174,6 +179,78 @@ fn cost(rec: &mut Recorder, m: &Value) {
     }
 }
 
+/// The unified diff of one editor call (docs/format.md §9.2), by preference the
+/// observation's own `diff` (OpenHands diffs the whole file, so its hunks carry the
+/// file's line numbers) with its headers made `a/PATH` / `b/PATH`; else made from the
+/// arguments: a created file's text, an insertion at its line, a replacement's text
+/// (numbered within the replaced text, and noted).
+fn editor_diff(
+    rec: &mut Recorder,
+    command: Option<&str>,
+    path: &str,
+    given: &Obj,
+    obs: Option<&Obj>,
+) -> Option<String> {
+    if path.is_empty() {
+        return None;
+    }
+    let rel = rec.relative(path);
+    let ex = obs.map(extras);
+    let s = |o: Option<&Obj>, k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_str).map(str::to_string);
+    // The LLM-based editor (no command) reports the whole file before and after.
+    let created = match command {
+        Some(c) => c == "create",
+        None => ex.and_then(|e| e.get("prev_exist")).and_then(Value::as_bool) == Some(false),
+    };
+    if let Some(d) = s(ex, "diff").filter(|d| !d.trim().is_empty()) {
+        return with_headers(&rel, created, &d);
+    }
+    let d = match command {
+        Some("create") => {
+            let text = s(Some(given), "file_text").or_else(|| s(ex, "new_content"))?;
+            diff::unified(&rel, None, Some(&text))
+        }
+        Some("str_replace") => {
+            let old = s(Some(given), "old_str")?;
+            let new = s(Some(given), "new_str").unwrap_or_default();
+            rec.fragment_diff();
+            diff::fragment(&rel, &old, &new)
+        }
+        Some("insert") => {
+            // The editor puts the text's lines after line `insert_line`.
+            let at = given.get("insert_line").and_then(Value::as_u64)?;
+            let mut new = s(Some(given), "new_str")?;
+            if !new.ends_with('\n') {
+                new.push('\n');
+            }
+            let d = diff::unified(&rel, Some(""), Some(&new));
+            let n = new.lines().count();
+            let hunk =
+                if n == 1 { format!("@@ -{at},0 +{} @@", at + 1) } else { format!("@@ -{at},0 +{},{n} @@", at + 1) };
+            let (head, body) = d.split_once("\n@@ ")?;
+            let (_, rest) = body.split_once('\n')?;
+            format!("{head}\n{hunk}\n{rest}")
+        }
+        None if created => diff::unified(&rel, None, Some(&s(ex, "new_content")?)),
+        None => diff::unified(&rel, Some(&s(ex, "old_content")?), Some(&s(ex, "new_content")?)),
+        Some(_) => return None,
+    };
+    Some(d).filter(|d| !d.is_empty())
+}
+
+/// A diff OpenHands wrote (`--- /abs/path`, `+++ /abs/path`, then hunks, its last line
+/// without a newline) with the headers docs/format.md §9.2 asks for.
+fn with_headers(rel: &str, created: bool, d: &str) -> Option<String> {
+    let at = if d.starts_with("@@") { 0 } else { d.find("\n@@").map(|i| i + 1)? };
+    let rel = rel.trim_start_matches('/');
+    let from = if created { "/dev/null".to_string() } else { format!("a/{rel}") };
+    let mut out = format!("--- {from}\n+++ b/{rel}\n{}", &d[at..]);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Some(out)
+}
+
 /// Older CodeAct agents edited files from IPython with agentskills functions.
 fn agentskills_edits(code: &str) -> Option<(EditKind, Vec<String>)> {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -224,10 +301,13 @@ pub(super) fn tool_call(reader: &mut Reader, rec: &mut Recorder, a: &Obj, obs: O
             let (call, ok) = reader.tool_call(rec, a, obs, "ipython");
             if let Some(editor) = file_editor_args(&code) {
                 let command = editor.get("command").and_then(Value::as_str).unwrap_or("");
-                let paths: Vec<String> =
-                    editor.get("path").and_then(Value::as_str).map(|p| vec![p.to_string()]).unwrap_or_default();
+                let path = editor.get("path").and_then(Value::as_str).unwrap_or("");
+                let paths: Vec<String> = if path.is_empty() { vec![] } else { vec![path.to_string()] };
                 match editor_kind(command) {
-                    Some(kind) => rec.edit(call, kind, &paths, ok),
+                    Some(kind) => {
+                        let diff = if ok { editor_diff(rec, Some(command), path, &editor, None) } else { None };
+                        rec.edit(call.diff(diff), kind, &paths, ok)
+                    }
                     None => rec.tool(call, "read", &paths),
                 };
                 return;
@@ -262,7 +342,14 @@ pub(super) fn tool_call(reader: &mut Reader, rec: &mut Recorder, a: &Obj, obs: O
                 }
             };
             match kind {
-                Some(kind) => rec.edit(call, kind, &paths, ok),
+                Some(kind) => {
+                    // The arguments the editor was given (`file_text`, `old_str`, ...),
+                    // before oh_aci only in `translated_ipython_code`.
+                    let mut given = translated.unwrap_or_default();
+                    given.extend(args.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), v.clone())));
+                    let diff = if ok { editor_diff(rec, command.as_deref(), &path, &given, obs) } else { None };
+                    rec.edit(call.diff(diff), kind, &paths, ok)
+                }
                 None => rec.tool(call, "read", &paths),
             };
         }
@@ -280,6 +367,17 @@ pub(super) fn tool_call(reader: &mut Reader, rec: &mut Recorder, a: &Obj, obs: O
                 .find(|s| !s.trim().is_empty())
                 .or_else(|| a.get("message").and_then(Value::as_str).map(str::to_string));
             rec.complete(ts.as_deref(), summary.as_deref());
+            // The message `finish` leaves for the person; without one, the response's
+            // text said before the call (the recorder's default) is the last word.
+            let outputs = args.get("outputs").filter(|o| o.as_object().is_some_and(|o| !o.is_empty()));
+            let outputs = outputs.map(|o| match o.get("content").and_then(Value::as_str) {
+                Some(content) if o.as_object().is_some_and(|o| o.len() == 1) => content.to_string(),
+                _ => o.to_string(),
+            });
+            let last = [text("final_thought"), text("message")].into_iter().find(|s| !s.trim().is_empty()).or(outputs);
+            if let Some(last) = last {
+                rec.final_message(&last);
+            }
         }
         "mcp" => {
             let name = args.get("name").and_then(Value::as_str).unwrap_or("mcp").to_string();

@@ -5,7 +5,9 @@
 //! `args.yaml`, 1.x `<id>.config.yaml` or the trajectory's own `replay_config`) names the
 //! model; its prediction (`all_preds.jsonl` line, `<id>.pred`) is read with it when given.
 //! The parts: [`config`] (configuration files), [`preds`] (predictions, shared with
-//! mini-SWE-agent, whose `preds.json` has the same shape) and `traj` (the steps).
+//! mini-SWE-agent, whose `preds.json` has the same shape), `traj` (the steps, with the
+//! history as the run's messages, docs/format.md §9) and `edits` (the diffs of the editor
+//! commands).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -16,6 +18,7 @@ use serde_json::Value;
 use crate::{Context, Format, Input, Part, Plan, Recorder, Refusal, Unit};
 
 pub(crate) mod config;
+mod edits;
 pub(crate) mod preds;
 mod traj;
 
@@ -192,5 +195,46 @@ pub(crate) fn cluster(rec: &mut Recorder, repository: Option<String>, instance_i
     let from_dir = rec.workdir_known().and_then(|d| d.rsplit('/').find(|p| !p.is_empty())).map(str::to_string);
     if let Some(c) = repository.or_else(|| config::swe_bench_repo(instance_id)).or(from_dir) {
         rec.cluster(c);
+    }
+}
+
+/// The task inside an instance template's rendering: the text where the template's
+/// placeholder for it (`{{task}}`, `{{problem_statement}}`, 0.x `{issue}`) stands, found
+/// by the template's line of literal text before it and after it. `None` when the text
+/// does not match.
+pub(crate) fn template_fill(template: &str, text: &str) -> Option<String> {
+    use std::sync::OnceLock;
+    static RES: OnceLock<(regex::Regex, regex::Regex)> = OnceLock::new();
+    let (task, any) = RES.get_or_init(|| {
+        (
+            regex::Regex::new(r"\{\{-?\s*(task|problem_statement|issue)\s*-?\}\}|\{(issue|problem_statement)\}")
+                .expect("regex"),
+            regex::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}|\{[A-Za-z_][A-Za-z0-9_]*\}").expect("regex"),
+        )
+    });
+    let m = task.find(template)?;
+    let before = &template[..m.start()];
+    let after = &template[m.end()..];
+    let before = any.find_iter(before).last().map_or(before, |p| &before[p.end()..]);
+    let after = any.find(after).map_or(after, |p| &after[..p.start()]);
+    // Only the line next to the placeholder: the rest of a template kept in a
+    // configuration may differ from the one the run rendered.
+    let content_end = before.trim_end().len();
+    let before = &before[before[..content_end].rfind('\n').map_or(0, |i| i + 1)..];
+    let content_start = after.len() - after.trim_start().len();
+    let after = &after[..after[content_start..].find('\n').map_or(after.len(), |i| content_start + i)];
+    let start = if before.is_empty() { 0 } else { text.find(before)? + before.len() };
+    let rest = &text[start..];
+    let end = if after.is_empty() { rest.len() } else { rest.find(after)? };
+    let fill = &rest[..end];
+    (!fill.trim().is_empty()).then(|| fill.to_string())
+}
+
+/// The first string at `key` anywhere in a JSON value (a template in a configuration).
+pub(crate) fn find_string<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    match v {
+        Value::Object(m) => m.get(key).and_then(Value::as_str).or_else(|| m.values().find_map(|x| find_string(x, key))),
+        Value::Array(a) => a.iter().find_map(|x| find_string(x, key)),
+        _ => None,
     }
 }

@@ -9,8 +9,11 @@
 
 use serde_json::{Map, Value};
 
-use super::{config, content_text, looks_like_diff, parse_json, preds};
-use crate::{Call, Context, Format, Part, Recorder, Refusal, Unit};
+use super::edits::{EditDiff, Windows};
+use super::{config, content_text, find_string, looks_like_diff, parse_json, preds, template_fill};
+use crate::recorder::{Message, Role};
+use crate::shell::{self, Declared, SegmentKind};
+use crate::{Call, Context, EditKind, Format, Part, Recorder, Refusal, Unit};
 
 const EXPECTED: &str = "a SWE-agent trajectory (an object with `trajectory`, `history` and `info`)";
 
@@ -25,6 +28,10 @@ struct Step {
     duration_ms: Option<f64>,
     /// The harness did not run it (1.x requery steps), with the failure type.
     not_run: Option<&'static str>,
+    /// What the model said with it (`thought`).
+    thought: String,
+    /// The file open before the step (the previous step's `state.open_file`).
+    open_before: Option<String>,
 }
 
 pub(super) fn read(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
@@ -92,7 +99,10 @@ pub(super) fn read(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
         _ => history_steps(history.unwrap_or(&[])),
     };
     if from_history {
-        rec.note("no trajectory steps: the tool calls were read from `history` (assistant messages with an `action`)");
+        rec.note(
+            "no trajectory steps: the tool calls were read from `history` (assistant messages with an `action`), \
+             their outputs from the observations that follow, without the harness's prompt lines",
+        );
     }
     let workdir = working_dir(obj).or_else(|| configs.iter().find_map(config::repo_dir));
     if let Some(w) = workdir {
@@ -104,7 +114,13 @@ pub(super) fn read(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
         rec.note(format!("a retry agent's run: only the chosen attempt of {n} was read"));
     }
 
-    let mut names = ToolNames::new(history.unwrap_or(&[]));
+    let history = history.unwrap_or(&[]);
+    let mut said = Said::new(history);
+    if let Some(statement) = problem_statement(&configs, history, said.instance) {
+        rec.task_prompt(&statement);
+    }
+    rec.record_messages();
+    let mut windows = Windows::new(rec.workdir_known());
     let exit_status = info.get("exit_status").and_then(Value::as_str).unwrap_or("").trim().to_string();
     let mut claimed = false;
     for step in &steps {
@@ -116,10 +132,27 @@ pub(super) fn read(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
             rec.note(format!("the harness's own `{action}` step (it ended the run) is not a tool call"));
             continue;
         }
-        let tool = names.take(action).unwrap_or_else(|| "shell".to_string());
-        let mut call =
-            Call::new(tool.clone()).command(action).output(step.observation.clone()).duration(step.duration_ms);
+        // The model's words before the call: the history up to its message, then it.
+        let at = said.find(action);
+        match at {
+            Some(h) => {
+                said.flush(&mut rec, h);
+                said.assistant(&mut rec, h);
+            }
+            None => {
+                rec.message(Message::assistant(step.thought.trim_end()));
+            }
+        }
+        let (tool, id, arguments) = at.map(|h| call_parts(&history[h])).unwrap_or_default();
+        let tool = tool.unwrap_or_else(|| "shell".to_string());
+        let mut call = Call::new(tool.clone())
+            .command(action)
+            .output(step.observation.clone())
+            .duration(step.duration_ms)
+            .id(id)
+            .arguments(arguments.unwrap_or(Value::Null));
         call.timed_out = timed_out(&step.observation);
+        let edit = windows.step(action, call.arguments.as_ref(), &step.observation, step.open_before.as_deref());
         if let Some(failure) = step.not_run {
             rec.refused(call.failure(failure), "run");
             continue;
@@ -128,12 +161,20 @@ pub(super) fn read(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
             rec.tool(call, "other", &[]);
             continue;
         }
+        let call = match edit {
+            Some(edit) => match record_edit(&mut rec, call, action, edit) {
+                None => continue,
+                Some(call) => call,
+            },
+            None => call,
+        };
         rec.shell(call, action);
         if tool == "submit" || action.split_whitespace().next() == Some("submit") {
             rec.complete(None, None);
             claimed = true;
         }
     }
+    said.flush(&mut rec, history.len());
     if !claimed && exit_status == "submitted" {
         rec.complete(None, None);
     }
@@ -146,11 +187,15 @@ pub(super) fn read(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
     match info.get("submission") {
         Some(Value::String(s)) if looks_like_diff(s) => rec.patch(s),
         Some(Value::String(s)) if !s.trim().is_empty() => rec.note("the submission is not a diff: no patch.diff"),
-        _ => {
-            if let Some(p) = prediction_patch.filter(|p| looks_like_diff(p)) {
-                rec.patch(&p);
+        _ => match prediction_patch.filter(|p| looks_like_diff(p)) {
+            Some(p) => rec.patch(&p),
+            None => {
+                if let Some(p) = submitted_patch(&steps) {
+                    rec.patch(&p);
+                    rec.note("no `info.submission`: the patch is the one the `submit` step printed");
+                }
             }
-        }
+        },
     }
     if let Some(stats) = info.get("model_stats").and_then(Value::as_object) {
         rec.tokens(int(stats.get("tokens_sent")), int(stats.get("tokens_received")));
@@ -196,9 +241,32 @@ fn trajectory_steps(steps: &[Value]) -> Vec<Step> {
         let not_run =
             (exec == Some(0.0) && observation.trim().is_empty() && i + 1 < steps.len() && !action.trim().is_empty())
                 .then(|| requery_reason(&steps[i + 1]));
-        out.push(Step { action, observation, duration_ms: exec.filter(|t| *t > 0.0).map(|t| t * 1000.0), not_run });
+        let thought = s.get("thought").and_then(Value::as_str).unwrap_or("").to_string();
+        let open_before = i.checked_sub(1).and_then(|p| open_file(&steps[p]));
+        out.push(Step {
+            action,
+            observation,
+            duration_ms: exec.filter(|t| *t > 0.0).map(|t| t * 1000.0),
+            not_run,
+            thought,
+            open_before,
+        });
     }
     out
+}
+
+/// A step's `state` (a JSON string in 0.x, an object in 1.x).
+fn state(step: &Value) -> Option<Value> {
+    match step.get("state")? {
+        Value::String(text) => serde_json::from_str::<Value>(text).ok(),
+        other => Some(other.clone()),
+    }
+}
+
+/// The file open after a step (`state.open_file`; `n/a` is none).
+fn open_file(step: &Value) -> Option<String> {
+    let file = state(step)?.get("open_file")?.as_str()?.trim().to_string();
+    (!file.is_empty() && file != "n/a").then_some(file)
 }
 
 /// Why the harness asked again: the error message it added last to the next query.
@@ -233,11 +301,42 @@ fn history_steps(history: &[Value]) -> Vec<Step> {
             .iter()
             .take_while(|n| n.get("role").and_then(Value::as_str) != Some("assistant"))
             .find(|n| matches!(n.get("role").and_then(Value::as_str), Some("user" | "tool")))
-            .map(|n| content_text(n.get("content")))
+            .map(|n| tool_printed(&content_text(n.get("content"))))
             .unwrap_or_default();
-        out.push(Step { action: action.to_string(), observation, duration_ms: None, not_run: None });
+        let thought = m.get("thought").and_then(Value::as_str).unwrap_or("").to_string();
+        out.push(Step {
+            action: action.to_string(),
+            observation,
+            duration_ms: None,
+            not_run: None,
+            thought,
+            open_before: None,
+        });
     }
     out
+}
+
+/// What the tool printed, from a history observation: without the prompt lines the
+/// harness adds after it (`(Open file: ..)`, `(Current directory: ..)`, `bash-$`), and
+/// nothing where the harness said the command printed nothing.
+fn tool_printed(observation: &str) -> String {
+    let text = observation.trim_end();
+    let text = match text.strip_suffix("bash-$") {
+        Some(rest) => {
+            let rest = rest.trim_end_matches(['\n', '\r']);
+            let cut = rest.rfind("(Open file: ").filter(|&i| rest[i..].contains("\n(Current directory: "));
+            match cut {
+                Some(i) => rest[..i].strip_suffix('\n').unwrap_or(&rest[..i]),
+                None => observation,
+            }
+        }
+        None => observation,
+    };
+    if text.trim() == "Your command ran successfully and did not produce any output." {
+        String::new()
+    } else {
+        text.to_string()
+    }
 }
 
 fn is_demo(m: &Value) -> bool {
@@ -248,10 +347,7 @@ fn is_demo(m: &Value) -> bool {
 fn working_dir(obj: &Map<String, Value>) -> Option<String> {
     let steps = obj.get("trajectory")?.as_array()?;
     steps.iter().find_map(|s| {
-        let state = match s.get("state")? {
-            Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
-            other => other.clone(),
-        };
+        let state = state(s)?;
         let dir = state.get("working_dir")?.as_str()?.trim();
         (dir.starts_with('/') && dir != "n/a").then(|| dir.to_string())
     })
@@ -262,34 +358,172 @@ fn timed_out(observation: &str) -> bool {
     observation.contains("EXECUTION TIMED OUT") || observation.contains("was cancelled because it took more than")
 }
 
-/// 1.x function calling: the tool each of the history's assistant messages called, matched
-/// to the steps by their action in order (steps the harness requeried are not in the
-/// history, so matching by position would drift).
-struct ToolNames {
-    calls: Vec<(String, String)>,
+/// The history as `messages` records (docs/format.md §9.1), walked beside the steps: each
+/// step's assistant message is found by its action, in order (steps the harness requeried
+/// are not in the history, so matching by position would drift); the messages before it
+/// are written as they come, and the observation after it is the step's output, which the
+/// recorder writes as the call's result.
+struct Said<'a> {
+    history: &'a [Value],
+    /// The next message not yet written.
     next: usize,
+    /// The instance template's rendering: the first user message that is not a demonstration.
+    instance: Option<usize>,
 }
 
-impl ToolNames {
-    fn new(history: &[Value]) -> ToolNames {
-        let calls = history
-            .iter()
-            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant") && !is_demo(m))
-            .filter_map(|m| {
-                let action = m.get("action").and_then(Value::as_str)?.trim().to_string();
-                let name = m.get("tool_calls")?.as_array()?.first()?.get("function")?.get("name")?.as_str()?;
-                (!name.is_empty()).then(|| (action, name.to_string()))
-            })
-            .collect();
-        ToolNames { calls, next: 0 }
+impl<'a> Said<'a> {
+    fn new(history: &'a [Value]) -> Said<'a> {
+        let instance = history.iter().position(|m| role(m) == "user" && !is_demo(m));
+        Said { history, next: 0, instance }
     }
 
-    fn take(&mut self, action: &str) -> Option<String> {
-        let found = self.calls[self.next..].iter().position(|(a, _)| a == action)?;
-        let name = self.calls[self.next + found].1.clone();
-        self.next += found + 1;
-        Some(name)
+    /// The assistant message at or after `next` whose action is `action`.
+    fn find(&self, action: &str) -> Option<usize> {
+        (self.next..self.history.len()).find(|&i| {
+            let m = &self.history[i];
+            role(m) == "assistant"
+                && !is_demo(m)
+                && m.get("action").and_then(Value::as_str).is_some_and(|a| a.trim() == action)
+        })
     }
+
+    /// Writes the messages before `to`.
+    fn flush(&mut self, rec: &mut Recorder, to: usize) {
+        while self.next < to {
+            let i = self.next;
+            self.next += 1;
+            let m = &self.history[i];
+            let text = content_text(m.get("content"));
+            let message = match role(m) {
+                // A demonstration is part of the harness's prompt, whoever speaks in it.
+                "system" => Message::system(text),
+                _ if is_demo(m) => Message::harness(text),
+                "user" if Some(i) == self.instance => Message::user(text),
+                "user" => Message::harness(text),
+                "tool" => Message::new(Role::Tool).text(text),
+                "assistant" => {
+                    let action = m.get("action").and_then(Value::as_str).unwrap_or("").trim();
+                    if HARNESS_ACTIONS.contains(&action) {
+                        Message::harness(said_text(m))
+                    } else {
+                        assistant_message(m)
+                    }
+                }
+                _ => continue,
+            };
+            rec.message(message);
+        }
+    }
+
+    /// The step's own assistant message (its thought; the call itself is the recorder's),
+    /// then its observation skipped: the tool messages after it, or one user message.
+    fn assistant(&mut self, rec: &mut Recorder, at: usize) {
+        rec.message(assistant_message(&self.history[at]));
+        let mut i = at + 1;
+        let plain = |m: &Value| !is_demo(m);
+        while i < self.history.len() && role(&self.history[i]) == "tool" && plain(&self.history[i]) {
+            i += 1;
+        }
+        if i == at + 1 && i < self.history.len() && role(&self.history[i]) == "user" && plain(&self.history[i]) {
+            i += 1;
+        }
+        self.next = i;
+    }
+}
+
+fn role(m: &Value) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or("")
+}
+
+/// What the model said in an assistant message: its `thought` (the discussion, without
+/// the action), else its content.
+fn said_text(m: &Value) -> String {
+    match m.get("thought").and_then(Value::as_str) {
+        Some(t) => t.trim_end().to_string(),
+        None => content_text(m.get("content")).trim_end().to_string(),
+    }
+}
+
+/// An assistant message: its words and its thinking blocks (1.x `thinking_blocks`).
+fn assistant_message(m: &Value) -> Message {
+    let thinking: Vec<&str> = m
+        .get("thinking_blocks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("thinking").and_then(Value::as_str))
+        .collect();
+    Message::assistant(said_text(m)).reasoning(thinking.join("\n\n"))
+}
+
+/// 1.x function calling: the tool an assistant message called, the call's id and its
+/// arguments (a JSON string in the log, read as JSON).
+fn call_parts(m: &Value) -> (Option<String>, Option<String>, Option<Value>) {
+    let Some(call) = m.get("tool_calls").and_then(Value::as_array).and_then(|c| c.first()) else {
+        return (None, None, None);
+    };
+    let f = call.get("function");
+    let name = f.and_then(|f| f.get("name")).and_then(Value::as_str).filter(|n| !n.is_empty()).map(str::to_string);
+    let id = call.get("id").and_then(Value::as_str).map(str::to_string);
+    let arguments = f.and_then(|f| f.get("arguments")).map(|a| match a {
+        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| a.clone()),
+        other => other.clone(),
+    });
+    (name, id, arguments)
+}
+
+/// The task as given: the configuration's problem statement (1.x `problem_statement.text`),
+/// else what the instance template's rendering has where the template names the issue.
+fn problem_statement(configs: &[Value], history: &[Value], instance: Option<usize>) -> Option<String> {
+    let given = configs.iter().find_map(|c| c.pointer("/problem_statement/text").and_then(Value::as_str));
+    if let Some(text) = given.filter(|t| !t.trim().is_empty()) {
+        return Some(text.to_string());
+    }
+    let rendered = content_text(history.get(instance?)?.get("content"));
+    configs.iter().find_map(|c| find_string(c, "instance_template")).and_then(|t| template_fill(t, &rendered))
+}
+
+/// An editor command whose diff the log shows: recorded as the edit the shell rules make
+/// of it (one mutation, derived), with its diff. Given back when the rules make something
+/// else of the command, to be recorded as a shell command.
+fn record_edit(rec: &mut Recorder, mut call: Call, action: &str, edit: EditDiff) -> Option<Call> {
+    let code = shell::exit_code_from_text(&call.output);
+    if code.is_some_and(|c| c != 0) {
+        return Some(call);
+    }
+    let analysis = shell::analyse(action, rec.workdir_known(), &Declared::default());
+    let [segment] = analysis.segments.as_slice() else {
+        return Some(call);
+    };
+    let SegmentKind::Mutation { kind, paths, inside: true } = &segment.kind else {
+        return Some(call);
+    };
+    let kind = match *kind {
+        "create" => EditKind::Create,
+        "edit" => EditKind::Edit,
+        _ => return Some(call),
+    };
+    let paths = if paths.is_empty() { vec![edit.path.clone()] } else { paths.clone() };
+    if edit.fragment {
+        rec.fragment_diff();
+    }
+    call.exit_code = code.map(|c| (c, crate::Grade::Derived));
+    rec.derived_edit(call.diff(Some(edit.diff)), kind, &paths, true);
+    None
+}
+
+/// The patch the last `submit` step printed (0.x between `<<SUBMISSION||` and
+/// `||SUBMISSION>>`, 1.x the whole output), when it is a diff.
+fn submitted_patch(steps: &[Step]) -> Option<String> {
+    let step = steps.iter().rev().find(|s| s.action.split_whitespace().next() == Some("submit"))?;
+    let obs = &step.observation;
+    let patch = match obs.split_once("<<SUBMISSION||") {
+        Some((_, rest)) => rest.split_once("||SUBMISSION>>").map_or(rest, |(p, _)| p),
+        None => obs.as_str(),
+    };
+    let patch = patch.replace("\r\n", "\n");
+    let patch = patch.trim_start_matches('\n');
+    looks_like_diff(patch).then(|| patch.to_string())
 }
 
 /// `outcome.stop_reason` from `info.exit_status` (`submitted (exit_cost)`: the harness

@@ -89,5 +89,8 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
         .collect();
     c.col("source_format", true, Arc::new(provenance.iter().map(|p| p.0.as_deref()).collect::<StringArray>()));
     c.col("supersedes", true, Arc::new(provenance.iter().map(|p| p.1.as_deref()).collect::<StringArray>()));
+    // Revision 1.2 (docs/format.md §9): the task as given and the agent's last words.
+    c.str("task_prompt", |r| r.manifest.task_prompt.as_deref());
+    c.str("final_message", |r| r.outcome.final_message.as_deref());
     c.finish()
 }

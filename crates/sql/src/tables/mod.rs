@@ -24,10 +24,11 @@ pub enum TableKind {
     Entropy,
     Requirements,
     FaultLocations,
+    Messages,
 }
 
 impl TableKind {
-    pub const ALL: [TableKind; 10] = [
+    pub const ALL: [TableKind; 11] = [
         TableKind::Episodes,
         TableKind::Actions,
         TableKind::Tools,
@@ -38,6 +39,7 @@ impl TableKind {
         TableKind::Entropy,
         TableKind::Requirements,
         TableKind::FaultLocations,
+        TableKind::Messages,
     ];
 
     pub fn name(self) -> &'static str {
@@ -52,6 +54,7 @@ impl TableKind {
             TableKind::Entropy => "entropy",
             TableKind::Requirements => "requirements",
             TableKind::FaultLocations => "fault_locations",
+            TableKind::Messages => "messages",
         }
     }
 
@@ -86,6 +89,7 @@ impl TableKind {
             TableKind::Entropy => traces::entropy(loaded),
             TableKind::Requirements => traces::requirements(loaded),
             TableKind::FaultLocations => traces::fault_locations(loaded),
+            TableKind::Messages => traces::messages(loaded),
         }
     }
 
@@ -104,6 +108,7 @@ impl TableKind {
             TableKind::Entropy => e.trace_len(T::Entropy).unwrap_or(0),
             TableKind::Requirements => e.manifest.requirements.len(),
             TableKind::FaultLocations => e.outcome.fault_locations.as_ref().map_or(0, Vec::len),
+            TableKind::Messages => e.trace_len(T::Messages).unwrap_or(0),
         }
     }
 }

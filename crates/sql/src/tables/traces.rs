@@ -55,6 +55,7 @@ pub(crate) fn actions(loaded: &[Loaded]) -> Result<RecordBatch> {
     c.bool("mutates", |r| Some(r.rec.mutates));
     c.bool("ok", |r| Some(r.rec.ok));
     c.int("tool_seq", |r| r.rec.tool_seq.map(|s| s as i64));
+    c.str("diff", |r| r.rec.diff.as_deref());
     extra(&mut c, |r| &r.common);
     c.finish()
 }
@@ -73,6 +74,30 @@ pub(crate) fn tools(loaded: &[Loaded]) -> Result<RecordBatch> {
     c.bool("failed", |r| Some(r.rec.failed()));
     c.int("recovered_by", |r| r.rec.recovered_by.map(|s| s as i64));
     c.str("output", |r| r.rec.output.as_deref());
+    // docs/format.md §9.3: the output file's text, capped; its whole size.
+    c.str("output_text", |r| r.rec.output_text.as_deref());
+    c.int("output_bytes", |r| r.rec.output_bytes.map(|n| n as i64));
+    extra(&mut c, |r| &r.common);
+    c.finish()
+}
+
+/// The conversation (revision 1.2, docs/format.md §9.1): one row per message record.
+pub(crate) fn messages(loaded: &[Loaded]) -> Result<RecordBatch> {
+    let rows = rows(loaded, |e| e.messages.as_ref());
+    let mut c = Columns::new(&rows);
+    common(&mut c, |r: &epistore_package::Message| &r.common);
+    c.str("role", |r| Some(&r.rec.role));
+    c.str("author", |r| r.rec.author.as_deref());
+    c.str("text", |r| r.rec.text.as_deref());
+    c.str("reasoning", |r| r.rec.reasoning.as_deref());
+    c.str("tool_call_id", |r| r.rec.tool_call_id.as_deref());
+    c.str("tool", |r| r.rec.tool.as_deref());
+    c.str("arguments", |r| r.rec.arguments.as_deref());
+    c.int("tool_seq", |r| r.rec.tool_seq.map(|s| s as i64));
+    c.bool("is_error", |r| r.rec.is_error);
+    c.int("tokens_in", |r| r.rec.tokens_in);
+    c.int("tokens_out", |r| r.rec.tokens_out);
+    c.str("model", |r| r.rec.model.as_deref());
     extra(&mut c, |r| &r.common);
     c.finish()
 }

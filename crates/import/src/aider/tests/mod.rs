@@ -11,6 +11,7 @@ use epistore_package::Episode;
 use crate::testing::{fixture, import_paths};
 use crate::{Options, Run};
 
+mod content;
 mod written;
 
 const FIXTURE: &str = "aider/chat-history.first-sessions.md";

@@ -442,4 +442,5 @@ fn a_truncated_or_malformed_copy_is_refused_at_its_line() {
     assert_eq!((r.file.as_str(), r.place.as_deref()), (p.display().to_string().as_str(), Some("line 8")));
 }
 
+mod content;
 mod synthetic;

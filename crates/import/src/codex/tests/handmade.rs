@@ -7,7 +7,7 @@ use super::*;
 
 /// An old rollout (codex-rs before `session_meta`): a bare first line, response items,
 /// `record_type: state` lines, no events and no model.
-fn old_rollout() -> Vec<Value> {
+pub(super) fn old_rollout() -> Vec<Value> {
     let shell = |id: &str, cmd: &str| {
         json!({"type": "function_call", "name": "shell", "call_id": id,
                "arguments": json!({"command": ["bash", "-lc", cmd]}).to_string()})
@@ -107,7 +107,7 @@ fn old_shape_rollout_by_hand() {
 
 /// A rollout of the `RolloutLine` shape with extended events: exec and patch end
 /// events, a denial, a person's shell command, a second turn aborted.
-fn new_rollout() -> Vec<Value> {
+pub(super) fn new_rollout() -> Vec<Value> {
     let ts = |s: u32| format!("2025-10-02T08:00:{s:02}.000Z");
     let line = |s: u32, ty: &str, payload: Value| json!({"timestamp": ts(s), "type": ty, "payload": payload});
     let call = |s: u32, id: &str, cmd: &str| {

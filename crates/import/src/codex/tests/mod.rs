@@ -1,6 +1,7 @@
 //! The fixture run (a rollout and the same run's `codex exec --json`), asserted by hand
 //! from the logs; `handmade` holds the shapes the fixtures do not (the old rollout, an
-//! extended new one, the older and oldest exec outputs).
+//! extended new one, the older and oldest exec outputs); `content` the run's content
+//! (messages, tool outputs, diffs) from both.
 
 use std::path::{Path, PathBuf};
 
@@ -140,7 +141,9 @@ fn fixture_rollout_by_hand() {
     // line 35: the last token_count total (not a sum of totals).
     assert_eq!((o.tokens_in, o.tokens_out), (Some(7000), Some(200)));
     assert!(has_file(&runs[0], &format!("artifacts/source/{}", ROLLOUT.rsplit('/').next().unwrap())));
-    assert!(!has_file(&runs[0], "patch.diff"));
+    // No turn_diff in the log: patch.diff is derived from the edit's diff (see
+    // `content::fixture_rollout_content_by_hand`).
+    assert!(has_file(&runs[0], "patch.diff"));
 }
 
 #[test]
@@ -233,4 +236,5 @@ fn truncated_or_malformed_copies_are_refused_at_their_line() {
     assert!(err.reason.starts_with("truncated last line"), "{err}");
 }
 
+mod content;
 mod handmade;

@@ -1,8 +1,10 @@
 //! The Inspect importer on the real logs of `tests/fixtures/real/inspect*/` (every
 //! file), read by hand for three of them; in [`written`], on small logs written by the
 //! tests for the shapes the fixtures lack (approvals, the text editor, chunked samples,
-//! step events); in [`refusals`], on broken and hostile archives.
+//! step events); in [`content`], the run's content (messages, tool output, edit diffs,
+//! task prompt, final message); in [`refusals`], on broken and hostile archives.
 
+mod content;
 mod refusals;
 mod written;
 

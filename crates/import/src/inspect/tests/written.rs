@@ -25,12 +25,12 @@ pub(super) fn sample(id: &str, events: Vec<Value>) -> Value {
            "scores": {"check": {"value": "C"}}, "metadata": {}, "attachments": {}})
 }
 
-fn span(id: &str, parent: &str, ty: &str, name: &str) -> Value {
+pub(super) fn span(id: &str, parent: &str, ty: &str, name: &str) -> Value {
     json!({"event": "span_begin", "id": id, "span_id": id, "parent_id": parent, "type": ty, "name": name,
            "timestamp": "2026-01-01T00:00:01+00:00"})
 }
 
-fn tool_event(id: &str, function: &str, args: Value, span: &str, error: Option<Value>) -> Value {
+pub(super) fn tool_event(id: &str, function: &str, args: Value, span: &str, error: Option<Value>) -> Value {
     let mut e = json!({"event": "tool", "id": id, "function": function, "arguments": args, "span_id": span,
                        "result": "", "timestamp": "2026-01-01T00:00:01+00:00", "completed": "2026-01-01T00:00:02+00:00"});
     if let Some(err) = error {
@@ -39,7 +39,7 @@ fn tool_event(id: &str, function: &str, args: Value, span: &str, error: Option<V
     e
 }
 
-fn exec(span: &str, cmd: &str, result: i64) -> Value {
+pub(super) fn exec(span: &str, cmd: &str, result: i64) -> Value {
     json!({"event": "sandbox", "action": "exec", "cmd": cmd, "result": result, "span_id": span,
            "timestamp": "2026-01-01T00:00:01.5+00:00"})
 }

@@ -157,4 +157,5 @@ fn importing_twice_gives_the_same_episode() {
     assert_eq!(a[0].package.id(), b[0].package.id());
 }
 
+mod content;
 mod edge;

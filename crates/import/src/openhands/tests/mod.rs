@@ -310,4 +310,5 @@ fn a_truncated_trajectory_is_refused_with_its_line() {
     assert!(refusals[0].reason.contains("truncated JSON"), "{}", refusals[0].reason);
 }
 
+mod content;
 mod shapes;

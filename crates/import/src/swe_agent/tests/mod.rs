@@ -270,4 +270,5 @@ fn importing_twice_gives_the_same_episode() {
     assert_eq!(c[0].package.id(), d[0].package.id());
 }
 
+mod content;
 mod edge;
