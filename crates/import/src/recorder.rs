@@ -225,8 +225,10 @@ impl Message {
         self.ts = ts.map(Into::into);
         self
     }
+    /// Nothing said and no usage: not worth a record. (A reply that only calls tools
+    /// still carries its usage.)
     fn is_empty(&self) -> bool {
-        self.text.is_none() && self.reasoning.is_none()
+        self.text.is_none() && self.reasoning.is_none() && self.tokens_in.is_none() && self.tokens_out.is_none()
     }
 }
 
@@ -543,13 +545,15 @@ impl Recorder {
         }
     }
     /// A message or message part, at its place in the stream. A message with neither
-    /// text nor thinking is not written. Returns its seq.
+    /// text, thinking nor usage is not written. Returns its seq.
     pub fn message(&mut self, m: Message) -> Option<u64> {
         self.record_messages();
         if m.is_empty() {
             return None;
         }
-        if m.role == Role::User && m.author.as_deref() != Some(HARNESS) {
+        // A person's words (or a user message whose writer the log does not tell); not
+        // the harness's, not a subagent's prompt.
+        if m.role == Role::User && matches!(m.author.as_deref(), None | Some(HUMAN)) {
             if let Some(text) = &m.text {
                 self.task_prompt(&text.clone());
             }
@@ -741,6 +745,7 @@ impl Recorder {
         let analysis = shell::analyse(command, self.workdir.as_deref(), &self.declared);
         let exit = call.exit_code.map(|(c, _)| c);
         let rejected_edit = call.output.contains("Your proposed edit has introduced new syntax error");
+        let mutations = analysis.segments.iter().filter(|s| matches!(s.kind, SegmentKind::Mutation { .. })).count();
         let mut any_action = false;
         for (i, seg) in analysis.segments.iter().enumerate() {
             match &seg.kind {
@@ -761,12 +766,20 @@ impl Recorder {
                 }
                 SegmentKind::Mutation { kind, paths, inside } => {
                     let ok = shell::mutation_ok(&analysis, i, exit) && !rejected_edit;
-                    self.action(
+                    let seq = self.action(
                         call.ts.as_deref(),
                         Grade::Derived,
                         Effect { kind, paths, mutates: *inside, ok },
                         tool_seq,
                     );
+                    // An editor command's diff (SWE-agent's `str_replace_editor`, run as a
+                    // command) belongs to its one edit; with several, to none of them.
+                    if let Some(diff) = call.diff.as_ref().filter(|_| mutations == 1) {
+                        self.builder.set_field(TraceKind::Actions, seq, "diff", json!(diff));
+                        if ok {
+                            self.edit_diffs.push(diff.clone());
+                        }
+                    }
                     any_action = true;
                 }
                 SegmentKind::Read { kind, paths } => {
@@ -1426,13 +1439,15 @@ mod tests {
     }
 
     const EXPECTED: [(&str, usize); 4] =
-        [("aws-access-key-id", 1), ("github-token", 2), ("anthropic-key", 2), ("openai-key", 2)];
+        [("aws-access-key-id", 2), ("github-token", 3), ("anthropic-key", 3), ("openai-key", 3)];
 
     #[test]
     fn secrets_are_counted_and_kept_without_redact() {
         let run = import(false);
-        // The source copy holds each once; the command (tools record) holds the GitHub
-        // token and the OpenAI key, the intervention's reason the Anthropic key.
+        // The source copy holds each once; the command (tools record) and the call's
+        // arguments (messages) hold the GitHub token and the OpenAI key; the tool output
+        // file the AWS key id; the intervention's reason and the person's message the
+        // Anthropic key.
         assert_eq!(run.secrets, EXPECTED.to_vec());
         let all = everything(&run);
         for secret in [GHP, OPENAI, ANTHROPIC, AWS_ID] {
@@ -1480,7 +1495,7 @@ mod tests {
         );
         assert!(
             notes.contains(
-                &"redacted 3 secrets (patterns: github-token, anthropic-key, openai-key) in trace records \
+                &"redacted 6 secrets (patterns: github-token, anthropic-key, openai-key) in trace records \
                   (commands, messages, diffs, reasons, check ids), the task prompt, the final message and notes"
                     .to_string()
             ),

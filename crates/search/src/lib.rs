@@ -39,7 +39,15 @@
 //! * field filters on the raw fields: `role:assistant`, `kind:output`, `kind:diff`,
 //!   `tool:Bash`, `author:human`, `path:src/app.py`, `episode_id:<id>`, and `seq:3`;
 //!   `body:word` names the default field explicitly. A filter alone is a query
-//!   (`kind:diff` finds every diff); `*` finds every document.
+//!   (`kind:diff` finds every diff); `*` finds every document;
+//! * also from tantivy: `'single-quoted phrases'`, a phrase with slop (`"rate limit"~2`),
+//!   a phrase whose last word is a prefix (`"rate li"*`, two words at least), sets
+//!   (`kind: IN [diff output]`), ranges (`seq:[1 TO 5]`) and boosts (`tool:Bash^2`).
+//!
+//! There is no prefix search on one word (`lim*` searches `lim`), no fuzzy search and
+//! no regular expression. A query of exclusions only (`-rate`, `NOT rate`) is refused
+//! by tantivy: write `* -rate`. `field:*` (the field exists) is refused too (it needs
+//! fast fields, which this schema does not keep).
 //!
 //! A raw value is one unbroken word: letters, digits, `/`, `.`, `_`, `-` (not first)
 //! and the like parse as written, so `path:src/app.py` and `tool:read_file` need no
@@ -75,12 +83,16 @@
 //!
 //! # Limits
 //!
-//! * A query longer than [`MAX_QUERY_BYTES`] bytes, or nesting parentheses deeper than
-//!   [`MAX_QUERY_DEPTH`] (every `(` counts, quoted or escaped ones too), is refused
-//!   before it is parsed. Regular expressions are not allowed.
+//! * A query longer than [`MAX_QUERY_BYTES`] bytes, or nesting deeper than
+//!   [`MAX_QUERY_DEPTH`], is refused before it is parsed (tantivy's parser recurses
+//!   and a deep enough query overflows the stack). Nesting counts each `(` and each
+//!   `NOT` of a chain (`NOT NOT a` is 2 deep, `NOT (a)` too); it is counted on the
+//!   raw text, so parentheses in quotes or escaped count as well.
 //! * [`write_index`] indexes with one thread and a budget of [`WRITER_MEMORY_BYTES`].
 //! * Indexes are opened read-only: searching writes nothing (no lock files) in a
 //!   segment's directory.
+//! * A panic inside tantivy while reading an index (possible on damaged data) is caught
+//!   and reported as an [`Error::Index`] (by [`check_index`], as its problem).
 
 mod check;
 mod readonly;

@@ -67,11 +67,7 @@ pub fn search(dirs: &[PathBuf], query: &str, options: &SearchOptions) -> Result<
     if dirs.is_empty() || options.limit == 0 || options.episodes.as_ref().is_some_and(HashSet::is_empty) {
         return Ok(Vec::new());
     }
-    let mut searchers = Vec::with_capacity(dirs.len());
-    for dir in dirs {
-        let index = open_index(dir)?;
-        searchers.push(open_reader(dir, &index)?.searcher());
-    }
+    let searchers = dirs.iter().map(|dir| open_searcher(dir)).collect::<Result<Vec<_>>>()?;
     let statistics = GlobalStatistics { searchers: &searchers };
     let total_docs: u64 = searchers.iter().map(Searcher::num_docs).sum();
     let limit = options.limit.min(usize::try_from(total_docs).unwrap_or(usize::MAX));
@@ -116,6 +112,12 @@ pub fn search(dirs: &[PathBuf], query: &str, options: &SearchOptions) -> Result<
         });
     }
     Ok(hits)
+}
+
+/// A searcher of the index in `dir`, opened read-only.
+pub(crate) fn open_searcher(dir: &Path) -> Result<Searcher> {
+    let index = open_index(dir)?;
+    Ok(open_reader(dir, &index)?.searcher())
 }
 
 /// Checks the query against this crate's limits, then parses it with tantivy.
@@ -213,8 +215,8 @@ fn refused(e: &TantivyError) -> Option<Error> {
 
 /// BM25 statistics summed over the indexes of every segment searched, so that scores
 /// compare across segments.
-struct GlobalStatistics<'a> {
-    searchers: &'a [Searcher],
+pub(crate) struct GlobalStatistics<'a> {
+    pub searchers: &'a [Searcher],
 }
 
 impl Bm25StatisticsProvider for GlobalStatistics<'_> {

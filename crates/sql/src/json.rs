@@ -104,10 +104,6 @@ fn follow<'v>(mut value: &'v Value, path: &[Option<Step>]) -> Option<&'v Value> 
 }
 
 impl ScalarUDFImpl for JsonFunction {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn name(&self) -> &str {
         self.get.name()
     }

@@ -418,6 +418,11 @@ impl<'a> Speakers<'a> {
             }
         }
         let author = said.agent.as_ref().map(|a| self.author(a));
+        let counted = |id: &Option<String>| id.as_ref().is_some_and(|id| self.counted.contains(id.as_str()));
+        if said.who == Who::Calls && (said.message_id.is_none() || counted(&said.message_id)) {
+            // Its usage went on a text or thinking part, or there is none to give.
+            return;
+        }
         let mut m = match said.who {
             Who::Human => {
                 self.human = true;
@@ -432,13 +437,16 @@ impl<'a> Speakers<'a> {
             Who::Thinking => Message::new(Role::Assistant).reasoning(&said.text),
             Who::Synthetic => Message::assistant(&said.text).author(HARNESS),
             Who::System => Message::system(&said.text),
+            // A reply that only calls tools: its usage, before its first call.
+            Who::Calls => Message::new(Role::Assistant),
         };
-        if matches!(said.who, Who::Assistant | Who::Thinking | Who::SubPrompt | Who::System) && m.author.is_none() {
+        let spoken = matches!(said.who, Who::Assistant | Who::Thinking | Who::Calls);
+        if (spoken || matches!(said.who, Who::SubPrompt | Who::System)) && m.author.is_none() {
             if let Some(a) = &author {
                 m = m.author(a);
             }
         }
-        if matches!(said.who, Who::Assistant | Who::Thinking) {
+        if spoken {
             m = m.model(said.model.clone());
             if let Some(id) = &said.message_id {
                 if self.counted.insert(id.as_str()) {

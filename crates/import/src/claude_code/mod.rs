@@ -29,7 +29,8 @@
 //! user's place is `harness` (reminders, caveats, hook context, command output,
 //! compaction summaries, `isMeta` lines, interrupt notices, attachments as `rendered`);
 //! the agent's text and thinking blocks carry `message.model`, and the message's usage
-//! (counted as for the cost) goes on its first text or thinking part; the system prompt
+//! (counted as for the cost) goes on its first text or thinking part, or for a reply
+//! that only calls tools on a record of its own before its first call; the system prompt
 //! is kept where the log has it (`api-request-shape`). A subagent's parts carry its
 //! `Task` call's `subagent_type` (else its `agentId`) as author; a line copied into the
 //! session file is said once (by `uuid`). Each call's `tool_result` content (text

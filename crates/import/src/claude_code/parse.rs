@@ -41,6 +41,8 @@ pub(super) enum Who {
     Synthetic,
     /// A system prompt block sent to the model (`api-request-shape`).
     System,
+    /// A `tool_use` block: where a reply that only calls tools says its usage.
+    Calls,
 }
 
 /// One message part, where the log shows it.
@@ -204,7 +206,7 @@ impl FileData {
         model: Option<&str>,
         message_id: Option<&str>,
     ) {
-        if text.trim().is_empty() {
+        if who != Who::Calls && text.trim().is_empty() {
             return;
         }
         let part = self.line.parts;
@@ -402,6 +404,9 @@ impl FileData {
                     self.said_by(ts, sub, Who::Thinking, str_of(b, "thinking"), Some(model), id);
                 }
                 "tool_use" => {
+                    if !synthetic {
+                        self.said_by(ts, sub, Who::Calls, "", Some(model), id);
+                    }
                     let id = str_of(b, "id").to_string();
                     let name = str_of(b, "name").to_string();
                     let input = b.get("input").cloned().unwrap_or(Value::Null);

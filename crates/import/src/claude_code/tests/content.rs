@@ -13,13 +13,13 @@ fn messages(e: &Episode) -> &[Message] {
     e.messages.as_deref().expect("the messages trace is recorded")
 }
 
-/// The parts the importer said itself (not a tool call's call or result record), as
-/// (role, author, text or reasoning).
+/// The parts the importer said itself (not a tool call's call or result record, not a
+/// reply's usage alone), as (role, author, text or reasoning).
 fn said(e: &Episode) -> Vec<(&str, Option<&str>, &str)> {
     messages(e)
         .iter()
         .filter(|m| m.tool.is_none())
-        .map(|m| (m.role.as_str(), m.author.as_deref(), m.text.as_deref().or(m.reasoning.as_deref()).unwrap()))
+        .filter_map(|m| Some((m.role.as_str(), m.author.as_deref(), m.text.as_deref().or(m.reasoning.as_deref())?)))
         .collect()
 }
 
@@ -285,8 +285,20 @@ fn subagent_messages_carry_their_author() {
     );
     // The prompt and its seven text blocks (lines 2, 23, 56, 81, 94, 103, 144), each
     // once though the session file copies them (agent_progress).
-    let explore = |e: &Episode| messages(e).iter().filter(|m| m.author.as_deref() == Some("Explore")).count();
+    let explore = |e: &Episode| said(e).iter().filter(|m| m.1 == Some("Explore")).count();
     assert_eq!(explore(e), 8);
+    // Its twelve replies (msg ids) each give their usage once: seven on their text, five
+    // that only call tools in a record of their own, all under its name.
+    let usage = |e: &Episode| {
+        messages(e)
+            .iter()
+            .filter(|m| m.author.as_deref() == Some("Explore") && m.tokens_in.is_some())
+            .map(|m| (m.text.is_some(), m.model.as_deref() == Some("claude-sonnet-4-5-20250929")))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(usage(e).len(), 12);
+    assert_eq!(usage(e).iter().filter(|(text, _)| *text).count(), 7);
+    assert!(usage(e).iter().all(|(_, sonnet)| *sonnet));
     // agent-acompact-e1f845.jsonl: no Task call names it; line 4 its prompt, line 5 the
     // summary it wrote; lines 1-3 (isMeta hook context) are the harness's.
     let m = part(e, "Your task is to create a detailed summary of the conversation so far");
@@ -306,6 +318,8 @@ fn subagent_messages_carry_their_author() {
     let alone = one(&[BIG]);
     let e1 = &alone.package.episode;
     assert_eq!(explore(e1), 1);
+    // The replies with calls still give their usage: all but the last (line 144, text only).
+    assert_eq!(usage(e1).len(), 11);
     assert_eq!(part(e1, "Very thorough exploration.").author.as_deref(), Some("Explore"));
 
     // subagent.jsonl: the Plan agent (Task call of line 36) exists only as progress
@@ -321,6 +335,12 @@ fn subagent_messages_carry_their_author() {
     assert_eq!(part(e, "Create beads (epic + tasks + dependencies)").author.as_deref(), Some("harness"));
     // Line 92: the last words.
     assert!(e.outcome.final_message.as_deref().unwrap().starts_with("## Beads Created\n\nEpic `spotter-0p7`"));
+    // Line 33: AskUserQuestion; line 34: the person's answers, as the tool gave them back.
+    let t = call(e, "toolu_01RsKEmE8Mc3wD8Vex5b6Zne");
+    assert_eq!(
+        output(&run, t),
+        "User has answered your questions: \"Which rig do these beads belong to? (This is a single-app project — should I use 'spotter'?)\"=\"No rig\", \"Which tools should we set up?\"=\"Credo + Dialyxir + mix_audit\". You can now continue with the user's answers in mind."
+    );
 }
 
 /// The generated run (Claude Code 2.1.332): the system prompt it sent, the context it
@@ -350,6 +370,19 @@ fn generated_transcript_content_by_hand() {
                                                                  // Line 19: the first words (msg_c1ff...: 1500 in, 50 out).
     let m = part(e, "Let me run the test first.");
     assert_eq!((m.model.as_deref(), m.tokens_in, m.tokens_out), (Some("claude-sonnet-4-5"), Some(1500), Some(50)));
+    // Each message's usage once (lines 19-54: six message ids, 1500..1750 in, 50 out):
+    // the replies that only call tools (lines 29, 43, 49) give theirs in a record of
+    // their own, before the call; together they are the outcome's totals.
+    let usage_only: Vec<(Option<i64>, Option<i64>)> = messages(e)
+        .iter()
+        .filter(|m| m.tool.is_none() && m.text.is_none() && m.reasoning.is_none())
+        .map(|m| (m.tokens_in, m.tokens_out))
+        .collect();
+    assert_eq!(usage_only, vec![(Some(1550), Some(50)), (Some(1650), Some(50)), (Some(1700), Some(50))]);
+    let sum = |f: fn(&Message) -> Option<i64>| messages(e).iter().filter_map(f).sum::<i64>();
+    assert_eq!((Some(sum(|m| m.tokens_in)), Some(sum(|m| m.tokens_out))), (e.outcome.tokens_in, e.outcome.tokens_out));
+    let read = messages(e).iter().position(|m| m.tokens_in == Some(1550)).unwrap();
+    assert_eq!(messages(e)[read + 1].tool_call_id.as_deref(), Some("toolu_506cb5f8250948519880"));
     // Line 20: the failing test; line 23 what it printed.
     let t = call(e, "toolu_1655c6f93a1541809f14");
     assert_eq!(
