@@ -95,48 +95,66 @@ fn imported_logs_give_their_messages_outputs_and_prompts_in_sql() {
 #[test]
 fn search_answers_phrases_booleans_fields_and_where_and_matches_sql() {
     let store = imported();
-    // A word every tool output of a test run prints, and its hits' kinds.
-    let hits = search(&store, &["passed", "--limit", "50"]);
-    assert!(!hits.is_empty());
+    // A word of every bundled run: hits best first, the word marked in each snippet.
+    let hits = search(&store, &["test", "--limit", "50"]);
+    assert!(hits.len() > 20, "{hits:?}");
     for h in &hits {
-        assert!(h["snippet"].as_str().unwrap().to_lowercase().contains("«passed»"), "{h}");
+        assert!(h["snippet"].as_str().unwrap().to_lowercase().contains("«test"), "{h}");
         assert!(h["score"].as_f64().unwrap() > 0.0);
     }
     let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "best first: {scores:?}");
+    let formats = store.sql("SELECT count(DISTINCT e.source_format) AS n FROM search('test', 1000) s JOIN episodes e USING (episode_id)");
+    assert_eq!(formats[0]["n"], 5, "every bundled format says it");
 
     // The SQL table function gives the same rows.
-    let sql = store.sql("SELECT * FROM search('passed', 50)");
-    assert_eq!(sql, hits);
+    assert_eq!(store.sql("SELECT * FROM search('test', 50)"), hits);
 
-    // A field filter keeps only tool output; a phrase is a subset of its words.
-    let outputs = search(&store, &["passed AND kind:output", "--limit", "50"]);
+    // The question of the issue: why did the Inspect sample fail? Its tool said so.
+    let why = search(&store, &["\"No module named pytest\""]);
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert_eq!((why[0]["kind"].as_str(), why[0]["tool"].as_str()), (Some("output"), Some("bash")));
+    let row = store.sql(&format!(
+        "SELECT e.source_format, t.command FROM episodes e JOIN tools t USING (episode_id) \
+         WHERE e.episode_id = '{}' AND t.seq = {}",
+        why[0]["episode_id"].as_str().unwrap(),
+        why[0]["seq"]
+    ));
+    assert_eq!(row[0]["source_format"], "inspect");
+    assert!(row[0]["command"].as_str().unwrap().contains("pytest"), "{row:?}");
+
+    // Field filters keep their kind; a phrase's hits are hits of its words.
+    let outputs = search(&store, &["test AND kind:output", "--limit", "1000"]);
     assert!(!outputs.is_empty() && outputs.iter().all(|h| h["kind"] == "output"), "{outputs:?}");
-    let words = search(&store, &["test passed", "--limit", "1000"]);
-    let phrase = search(&store, &["\"test passed\"", "--limit", "1000"]);
-    let key = |h: &Value| (h["episode_id"].as_str().unwrap().to_string(), h["seq"].as_i64().unwrap());
-    assert!(phrase.len() <= words.len());
+    let diffs = search(&store, &["kind:diff", "--limit", "1000"]);
+    let with_diff = store.sql("SELECT count(*) AS n FROM actions WHERE diff IS NOT NULL AND diff <> ''");
+    assert_eq!(diffs.len() as u64, with_diff[0]["n"].as_u64().unwrap());
+    let key = |h: &Value| (h["episode_id"].as_str().unwrap().to_string(), h["seq"].as_i64().unwrap(), h["kind"].clone());
+    let words = search(&store, &["No module named", "--limit", "1000"]);
+    let phrase = search(&store, &["\"No module named\"", "--limit", "1000"]);
+    assert!(!phrase.is_empty() && phrase.len() <= words.len());
     for h in &phrase {
         assert!(words.iter().any(|w| key(w) == key(h)), "a phrase hit is a hit of its words: {h}");
     }
-    let either = search(&store, &["passed OR failed", "--limit", "1000"]);
-    let both_not = search(&store, &["passed NOT failed", "--limit", "1000"]);
-    assert!(either.len() >= both_not.len());
+    let either = search(&store, &["pytest OR test", "--limit", "1000"]);
+    let only = search(&store, &["test NOT pytest", "--limit", "1000"]);
+    let all = search(&store, &["test", "--limit", "1000"]);
+    assert!(either.len() >= all.len() && only.len() < all.len(), "{} {} {}", either.len(), all.len(), only.len());
+    assert!(only.iter().all(|h| !h["snippet"].as_str().unwrap().to_lowercase().contains("pytest")));
 
-    // --where keeps the episodes it names, and the hits join back to their records.
-    let codex = search(&store, &["passed", "--limit", "1000", "--where", "source_format = 'codex'"]);
+    // --where keeps the episodes it names.
+    let codex = search(&store, &["test", "--limit", "1000", "--where", "source_format = 'codex'"]);
     let ids = store.sql("SELECT episode_id FROM episodes WHERE source_format = 'codex'");
+    assert!(!codex.is_empty() && codex.len() < all.len());
     for h in &codex {
         assert!(ids.iter().any(|r| r["episode_id"] == h["episode_id"]), "{h}");
     }
-    let all = search(&store, &["passed", "--limit", "1000"]);
-    assert!(codex.len() < all.len());
+    // Hits join back to their records.
     let joined = store.sql(
-        "SELECT count(*) AS n FROM search('passed', 1000) s JOIN tools t ON t.episode_id = s.episode_id AND t.seq = s.seq \
+        "SELECT count(*) AS n FROM search('test', 1000) s JOIN tools t ON t.episode_id = s.episode_id AND t.seq = s.seq \
          WHERE s.kind = 'output'",
     );
-    let kinds = all.iter().filter(|h| h["kind"] == "output").count();
-    assert_eq!(joined[0]["n"].as_u64().unwrap() as usize, kinds);
+    assert_eq!(joined[0]["n"].as_u64().unwrap() as usize, all.iter().filter(|h| h["kind"] == "output").count());
 
     // No hit: empty, exit 0.
     assert!(search(&store, &["zqxjkvbnmwpt"]).is_empty());
@@ -148,7 +166,7 @@ fn hostile_queries_are_refused_or_answered_never_a_crash() {
     let long = "a ".repeat(5_000);
     let deep = format!("{}passed{}", "(".repeat(40), ")".repeat(40));
     for query in
-        ["\"", "\"unbalanced", "(((", ")", "AND", "OR OR", "-", ":", "*", "role:", "nosuchfield:x", "\u{0}", &long, &deep]
+        ["\"", "\"unbalanced", "(((", ")", "AND", "OR OR", "-", ":", "*", "role:", "nosuchfield:x", "\u{1}\u{7f}", &long, &deep]
     {
         let out = store.run(&["search", query]);
         let code = out.status.code();
@@ -184,12 +202,12 @@ fn index_files(store: &TestStore) -> Vec<PathBuf> {
 #[test]
 fn the_index_is_rebuilt_when_deleted_and_a_damaged_one_is_caught_and_never_read() {
     let store = imported();
-    let before = search(&store, &["passed", "--limit", "1000"]);
+    let before = search(&store, &["test", "--limit", "1000"]);
     assert!(!before.is_empty());
 
     // Deleted: built again from the store, the same answers.
     std::fs::remove_dir_all(store.path().join("columnar")).unwrap();
-    assert_eq!(search(&store, &["passed", "--limit", "1000"]), before);
+    assert_eq!(search(&store, &["test", "--limit", "1000"]), before);
 
     // Damaged in place: verify names it; the next session discards and rebuilds it.
     let files = index_files(&store);
@@ -202,7 +220,7 @@ fn the_index_is_rebuilt_when_deleted_and_a_damaged_one_is_caught_and_never_read(
     let (ok, report) = store.verify();
     assert!(!ok, "{report}");
     assert!(report.to_string().contains("search"), "{report}");
-    assert_eq!(search(&store, &["passed", "--limit", "1000"]), before);
+    assert_eq!(search(&store, &["test", "--limit", "1000"]), before);
     let (ok, report) = store.verify();
     assert!(ok, "{report}");
 }
@@ -282,9 +300,16 @@ fn secrets_in_tool_output_and_messages_are_found_and_with_redact_gone_everywhere
         let pkg = store.dir.path().join("pkg");
         let out = store.run(&["export-package", &id, pkg.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
+        // Every base table as JSON Lines (uncompressed text, so a key would show).
         let export = store.dir.path().join("export");
-        let out = store.run(&["export", "--all", "--format", "jsonl", "--out", export.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        std::fs::create_dir_all(&export).unwrap();
+        for table in ["episodes", "actions", "tools", "messages", "checks", "interventions", "context", "entropy"] {
+            let file = export.join(format!("{table}.jsonl"));
+            let out = store.run(&["export", "--table", table, "--format", "jsonl", "--out", file.to_str().unwrap()]);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+        }
+        let exported: Vec<u8> = walk(&export).iter().flat_map(|f| std::fs::read(f).unwrap()).collect();
+        assert_eq!(contains(&exported, AWS_ID), !redact, "the tool output is exported as text");
         for file in walk(&pkg).into_iter().chain(walk(&export)) {
             let bytes = std::fs::read(&file).unwrap();
             if redact {

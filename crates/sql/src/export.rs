@@ -404,12 +404,13 @@ impl Sink {
         Ok(self.writers.get_mut(&key).expect("inserted"))
     }
 
-    /// Closes every file; an empty unpartitioned result still gets a file (with the
-    /// schema), so readers see the columns.
+    /// Closes every file; an empty result still gets a file (with the schema), so
+    /// readers see the columns: unpartitioned, one empty file (for `--all`, a directory
+    /// holding it); partitioned, one empty file in the NULL partition, so a reader
+    /// that lists the hive directories finds a file to take the schema from.
     fn finish(mut self) -> Result<usize> {
-        if self.writers.is_empty() && self.partition_columns.is_empty() {
-            // (also for `--all`: an empty table is a directory holding one empty file)
-            self.writer(vec![])?;
+        if self.writers.is_empty() {
+            self.writer(vec![None; self.partition_columns.len()])?;
         }
         for key in std::mem::take(&mut self.order) {
             self.writers.remove(&key).expect("open").finish()?;

@@ -30,11 +30,16 @@ pub const DEFAULT_LIMIT: usize = 100;
 /// The most rows one search returns.
 pub const MAX_LIMIT: usize = 100_000;
 
-/// Writes the search index of a segment's episodes into `<segment_tmp>/search`.
+/// Writes the search index of a segment's episodes into `<segment_tmp>/search`. A
+/// failure is one of writing the segment (a full disk), so a reader falls back to the
+/// store as for any segment it cannot build.
 pub(crate) fn write_segment_index(segment_tmp: &Path, loaded: &[Loaded]) -> Result<u64> {
     let episodes: Vec<(&str, &epistore_package::Episode)> =
         loaded.iter().map(|l| (l.id.as_str(), &l.episode)).collect();
-    epistore_search::write_index(&segment_tmp.join(INDEX_DIR), &episodes).map_err(search_error)
+    let dir = segment_tmp.join(INDEX_DIR);
+    epistore_search::write_index(&dir, &episodes).map_err(|e| {
+        Error::Store(epistore_store::Error::Io { path: dir.clone(), source: std::io::Error::other(e.to_string()) })
+    })
 }
 
 pub(crate) fn search_error(e: epistore_search::Error) -> Error {

@@ -97,7 +97,8 @@ pub(crate) fn messages(loaded: &[Loaded]) -> Result<RecordBatch> {
     c.bool("is_error", |r| r.rec.is_error);
     c.int("tokens_in", |r| r.rec.tokens_in);
     c.int("tokens_out", |r| r.rec.tokens_out);
-    c.str("model", |r| r.rec.model.as_deref());
+    // `model` is the episode's (a cell key, on every row); this is the message's own.
+    c.str("message_model", |r| r.rec.model.as_deref());
     extra(&mut c, |r| &r.common);
     c.finish()
 }
