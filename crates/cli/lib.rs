@@ -76,7 +76,8 @@ enum Command {
     /// output.jsonl), aider (.aider.chat.history.md) and SWE-bench reports.
     ///
     /// Each file's format is detected from its content; folders are walked. Every run
-    /// becomes an episode package (format episode-package/1.1, source files kept under
+    /// becomes an episode package (format episode-package/1.2: the conversation, each
+    /// tool's output and each edit's diff included; source files kept under
     /// artifacts/source/) committed through the normal ingest, or written to --out.
     /// Importing the same files again adds nothing. Exits 1 when a log was refused,
     /// naming its file and line; the other logs still go in.
@@ -87,10 +88,11 @@ enum Command {
     /// read statements from standard input, or, on a terminal, start an interactive
     /// shell (line editing, history in ~/.epistore_history; end statements with `;`).
     /// Tables: episodes, actions, tools, context, checks, attributions, interventions,
-    /// entropy, requirements, fault_locations. Views: cell_metrics, label_shares,
-    /// posture_shares, revision_correctness, revision_transitions, verifier_stats,
-    /// verifier_pairs, localisation, label_audit, latest_attempts, episode_facts; table
-    /// function verifier_pairs_at(c). Statements that write files or change the catalog
+    /// entropy, messages, requirements, fault_locations. Views: cell_metrics,
+    /// label_shares, posture_shares, revision_correctness, revision_transitions,
+    /// verifier_stats, verifier_pairs, localisation, label_audit, latest_attempts,
+    /// episode_facts; table functions verifier_pairs_at(c) and search(query [, limit]);
+    /// JSON functions json_get_str(json, key...) and kin. Statements that write files or change the catalog
     /// (COPY, CREATE, INSERT, SET, ...) are refused.
     Sql(SqlArgs),
     /// Find runs by what happened in them: full-text search over the messages, tool

@@ -104,7 +104,9 @@ fn search_answers_phrases_booleans_fields_and_where_and_matches_sql() {
     }
     let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "best first: {scores:?}");
-    let formats = store.sql("SELECT count(DISTINCT e.source_format) AS n FROM search('test', 1000) s JOIN episodes e USING (episode_id)");
+    let formats = store.sql(
+        "SELECT count(DISTINCT e.source_format) AS n FROM search('test', 1000) s JOIN episodes e USING (episode_id)",
+    );
     assert_eq!(formats[0]["n"], 5, "every bundled format says it");
 
     // The SQL table function gives the same rows.
@@ -129,7 +131,8 @@ fn search_answers_phrases_booleans_fields_and_where_and_matches_sql() {
     let diffs = search(&store, &["kind:diff", "--limit", "1000"]);
     let with_diff = store.sql("SELECT count(*) AS n FROM actions WHERE diff IS NOT NULL AND diff <> ''");
     assert_eq!(diffs.len() as u64, with_diff[0]["n"].as_u64().unwrap());
-    let key = |h: &Value| (h["episode_id"].as_str().unwrap().to_string(), h["seq"].as_i64().unwrap(), h["kind"].clone());
+    let key =
+        |h: &Value| (h["episode_id"].as_str().unwrap().to_string(), h["seq"].as_i64().unwrap(), h["kind"].clone());
     let words = search(&store, &["No module named", "--limit", "1000"]);
     let phrase = search(&store, &["\"No module named\"", "--limit", "1000"]);
     assert!(!phrase.is_empty() && phrase.len() <= words.len());
@@ -165,9 +168,22 @@ fn hostile_queries_are_refused_or_answered_never_a_crash() {
     let store = imported();
     let long = "a ".repeat(5_000);
     let deep = format!("{}passed{}", "(".repeat(40), ")".repeat(40));
-    for query in
-        ["\"", "\"unbalanced", "(((", ")", "AND", "OR OR", "-", ":", "*", "role:", "nosuchfield:x", "\u{1}\u{7f}", &long, &deep]
-    {
+    for query in [
+        "\"",
+        "\"unbalanced",
+        "(((",
+        ")",
+        "AND",
+        "OR OR",
+        "-",
+        ":",
+        "*",
+        "role:",
+        "nosuchfield:x",
+        "\u{1}\u{7f}",
+        &long,
+        &deep,
+    ] {
         let out = store.run(&["search", query]);
         let code = out.status.code();
         assert!(code == Some(0) || code == Some(1) || code == Some(2), "{query:.40}: {code:?} {}", text(&out.stderr));
@@ -225,8 +241,11 @@ fn the_index_is_rebuilt_when_deleted_and_a_damaged_one_is_caught_and_never_read(
     assert!(ok, "{report}");
 }
 
-const ANTHROPIC: &str =
-    concat!("sk-ant-api03-", "Zx8uQ4nVw2LhT9rKp3mYbE6cJdGf1aS7oNqRtUvWxYz0AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdEFGH", "-AA");
+const ANTHROPIC: &str = concat!(
+    "sk-ant-api03-",
+    "Zx8uQ4nVw2LhT9rKp3mYbE6cJdGf1aS7oNqRtUvWxYz0AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdEFGH",
+    "-AA"
+);
 const AWS_ID: &str = concat!("AKIA", "UJZDEGXDNCF32EPF");
 
 /// A Claude Code stream-json run whose tool printed an AWS key id and whose person
@@ -326,11 +345,8 @@ fn reimporting_revision_1_1_imports_supersedes_them_and_counts_each_run_once() {
     // The format-3 fixture holds the bundled logs imported by the last 1.1 importer.
     let store = TestStore::new();
     std::fs::create_dir_all(store.path()).unwrap();
-    std::fs::copy(
-        repo_root().join("tests/fixtures/store-v3/epistore.redb"),
-        store.path().join("epistore.redb"),
-    )
-    .unwrap();
+    std::fs::copy(repo_root().join("tests/fixtures/store-v3/epistore.redb"), store.path().join("epistore.redb"))
+        .unwrap();
     assert!(store.run(&["migrate", "--quiet"]).status.success());
     let logs = agent_logs();
     let before = store.sql("SELECT count(*) AS n FROM episodes WHERE source_format IS NOT NULL")[0]["n"].clone();

@@ -5,8 +5,8 @@ mod util;
 
 mod cli;
 mod columnar;
-mod content;
 mod concurrency;
+mod content;
 mod crash;
 mod damage;
 mod dataset;

@@ -425,6 +425,35 @@ def test_import_logs_then_query_source_format(tmp_path):
     assert summary == cli
 
 
+def test_search_and_messages_same_rows_as_cli(tmp_path):
+    """`db.search` gives the rows `epistore search --format json` gives, `messages` reads
+    through `db.sql`, and hits join with the trace tables."""
+    store = tmp_path / "content"
+    with epistore.open(store, write=True) as w:
+        w.import_logs(AGENT_LOGS)
+        for query, where in [('"No module named pytest"', None), ("test", "source_format = 'codex'"),
+                             ("test AND kind:output", None)]:
+            hits = w.search(query, where=where, limit=50)
+            args = ["--store", store, "search", "--format", "json", "--limit", "50", query]
+            if where:
+                args += ["--where", where]
+            out = run_epistore(*args).stdout
+            cli = json.loads(out) if out.strip() else []
+            assert hits.column_names == ["episode_id", "seq", "kind", "tool", "snippet", "score"]
+            assert hits.to_pylist() == cli, query
+        why = w.search('"No module named pytest"').to_pylist()
+        assert len(why) == 1 and why[0]["kind"] == "output" and "«pytest»" in why[0]["snippet"]
+        row = w.sql(
+            "SELECT t.tool, t.output_text FROM tools t WHERE t.episode_id = '%s' AND t.seq = %d"
+            % (why[0]["episode_id"], why[0]["seq"])
+        ).to_pylist()
+        assert "No module named pytest" in row[0]["output_text"]
+        said = w.sql("SELECT role, count(*) AS n FROM messages GROUP BY role").to_pylist()
+        assert {r["role"] for r in said} >= {"user", "assistant", "tool"}
+        with pytest.raises(epistore.Error, match="search"):
+            w.search("x" * 5000)
+
+
 def test_import_logs_out_writes_packages(tmp_path, db):
     out = tmp_path / "packages"
     summary = db.import_logs(AGENT_LOGS, out=out, model="m-test")

@@ -44,7 +44,10 @@ mod tests {
     fn an_edit_a_creation_and_a_deletion() {
         let old = "a\nb\nc\n";
         let new = "a\nB\nc\n";
-        assert_eq!(unified("src/x.py", Some(old), Some(new)), "--- a/src/x.py\n+++ b/src/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n");
+        assert_eq!(
+            unified("src/x.py", Some(old), Some(new)),
+            "--- a/src/x.py\n+++ b/src/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+        );
         assert_eq!(unified("n.txt", None, Some("hi\n")), "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+hi\n");
         assert_eq!(unified("/abs/n.txt", Some("hi\n"), None), "--- a/abs/n.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-hi\n");
         assert_eq!(unified("same", Some("x\n"), Some("x\n")), "");
@@ -53,6 +56,9 @@ mod tests {
     #[test]
     fn a_missing_final_newline_is_marked_and_the_diff_still_ends_with_one() {
         let d = fragment("f", "x", "y");
-        assert_eq!(d, "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n\\ No newline at end of file\n");
+        assert_eq!(
+            d,
+            "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n\\ No newline at end of file\n"
+        );
     }
 }

@@ -178,7 +178,16 @@ pub struct Message {
 
 impl Message {
     pub fn new(role: Role) -> Message {
-        Message { role, author: None, text: None, reasoning: None, tokens_in: None, tokens_out: None, model: None, ts: None }
+        Message {
+            role,
+            author: None,
+            text: None,
+            reasoning: None,
+            tokens_in: None,
+            tokens_out: None,
+            model: None,
+            ts: None,
+        }
     }
     pub fn system(text: impl Into<String>) -> Message {
         Message::new(Role::System).text(text)

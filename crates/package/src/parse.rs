@@ -414,10 +414,7 @@ fn parse_entropy(o: &Obj, common: Common, _: Revision) -> FieldResult<EntropyFin
 fn parse_manifest(o: &Obj) -> FieldResult<Manifest> {
     let format = o.string_req("format")?;
     if !FORMATS.contains(&format.as_str()) {
-        return o.fail(
-            "format",
-            format!("unsupported format `{format}` (this build reads {})", quoted_list(FORMATS)),
-        );
+        return o.fail("format", format!("unsupported format `{format}` (this build reads {})", quoted_list(FORMATS)));
     }
     let revision = Revision::of(&format).expect("checked above");
     if revision >= Revision::V1_1 {
@@ -1910,7 +1907,10 @@ pub(crate) mod tests {
         assert_eq!(kept, "a".repeat(OUTPUT_TEXT_CAP - 1));
         assert_eq!(
             marker,
-            format!("[epistore: output truncated at {OUTPUT_TEXT_CAP} of {} bytes; the whole output is in {path}]", long.len())
+            format!(
+                "[epistore: output truncated at {OUTPUT_TEXT_CAP} of {} bytes; the whole output is in {path}]",
+                long.len()
+            )
         );
         let fits = "x".repeat(OUTPUT_TEXT_CAP);
         assert_eq!(output_text(path, fits.as_bytes()), fits);

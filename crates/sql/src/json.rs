@@ -17,16 +17,12 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, StringBuilder,
-};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result as DfResult;
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 use serde_json::Value;
 
 /// What a function returns from the value its path leads to.
@@ -115,7 +111,11 @@ impl ScalarUDFImpl for JsonFunction {
     fn return_type(&self, args: &[DataType]) -> DfResult<DataType> {
         let least = if self.get == Get::Length { 1 } else { 2 };
         if args.len() < least {
-            return plan_err!("{}(json, path...) takes the JSON text and at least {} path step", self.name(), least - 1);
+            return plan_err!(
+                "{}(json, path...) takes the JSON text and at least {} path step",
+                self.name(),
+                least - 1
+            );
         }
         Ok(self.get.output())
     }
@@ -129,8 +129,14 @@ impl ScalarUDFImpl for JsonFunction {
         let mut steps: Vec<Box<dyn Fn(usize) -> Option<Step>>> = Vec::new();
         for array in &arrays[1..] {
             match array.data_type() {
-                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::UInt8
-                | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+                DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+                | DataType::UInt64 => {
                     let ints = cast(array, &DataType::Int64)?;
                     let ints = ints.as_any().downcast_ref::<Int64Array>().expect("cast to Int64").clone();
                     steps.push(Box::new(move |i| (!ints.is_null(i)).then(|| Step::Index(ints.value(i)))));

@@ -215,7 +215,10 @@ impl Engine {
         let episodes = match filter {
             None => None,
             Some(f) => {
-                let sql = format!("SELECT episode_id FROM episode_facts{}", sql_text::episode_filter("episode_facts", Some(f)));
+                let sql = format!(
+                    "SELECT episode_id FROM episode_facts{}",
+                    sql_text::episode_filter("episode_facts", Some(f))
+                );
                 let mut ids = std::collections::HashSet::new();
                 for batch in self.query(&sql).await? {
                     let column = batch.column(0).as_any().downcast_ref::<datafusion::arrow::array::StringArray>();

@@ -125,9 +125,10 @@ pub(crate) struct SearchFunction(pub SearchIndexes);
 
 fn literal_text(e: &Expr) -> Option<String> {
     match e {
-        Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)), _) => {
-            Some(s.clone())
-        }
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)),
+            _,
+        ) => Some(s.clone()),
         _ => None,
     }
 }
@@ -153,7 +154,8 @@ impl TableFunctionImpl for SearchFunction {
             return plan_err!("{usage}");
         };
         let hits = self.0.search(&query, limit, None).map_err(|e| DataFusionError::Plan(e.to_string()))?;
-        let table = MemTable::try_new(schema(), vec![vec![batch(&hits).map_err(|e| DataFusionError::External(Box::new(e)))?]])?;
+        let table =
+            MemTable::try_new(schema(), vec![vec![batch(&hits).map_err(|e| DataFusionError::External(Box::new(e)))?]])?;
         Ok(Arc::new(table))
     }
 }

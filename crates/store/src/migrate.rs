@@ -22,12 +22,12 @@ use redb::{Durability, ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableT
 
 use crate::codec;
 use crate::error::{Error, Result};
+use crate::ingest::record_of;
 use crate::ingest::DEFAULT_DICTIONARY_SAMPLES;
 use crate::pack::Packer;
-use crate::read::IngestBatch;
-use crate::ingest::record_of;
 use crate::pack::{Decoder, Dictionaries};
 use crate::read::split_files;
+use crate::read::IngestBatch;
 use crate::tables::{
     self, shared_file, Appender, EpisodeValues, FileEntry, BLOB_DATA, BLOB_INDEX, DICTIONARIES, EPISODE_DATA,
     EPISODE_INDEX, FILE_DATA, INGEST_LOG, META, PREVIOUS_FORMATS, STORE_FORMAT, TRACE_DATA,
@@ -293,9 +293,11 @@ impl OldStore {
     /// The head of an episode's record.
     fn head(&self, id: &Hash) -> Result<RecordHead> {
         let plain = match self {
-            OldStore::Format1 { episodes, .. } => {
-                episodes.get(*id).map_err(Error::redb)?.map(|v| v.value().to_vec()).ok_or_else(|| Self::missing("record", id))?
-            }
+            OldStore::Format1 { episodes, .. } => episodes
+                .get(*id)
+                .map_err(Error::redb)?
+                .map(|v| v.value().to_vec())
+                .ok_or_else(|| Self::missing("record", id))?,
             OldStore::Indexed { episode_index, episode_data, file_data, .. } => {
                 let n = Self::number(episode_index, id)?;
                 let stored = episode_data.get(n).map_err(Error::redb)?.ok_or_else(|| Self::missing("record", id))?;
@@ -307,7 +309,11 @@ impl OldStore {
         };
         let head: RecordHead = codec::decode_head(&plain)?;
         if head.id != *id {
-            return Err(Error::Corrupt(format!("the old store keeps the record of {} under {}", hex(&head.id), hex(id))));
+            return Err(Error::Corrupt(format!(
+                "the old store keeps the record of {} under {}",
+                hex(&head.id),
+                hex(id)
+            )));
         }
         Ok(head)
     }
@@ -324,7 +330,8 @@ impl OldStore {
                     Vec::new()
                 } else {
                     let n = Self::number(episode_index, &head.id)?;
-                    let stored = file_data.get(n).map_err(Error::redb)?.ok_or_else(|| Self::missing("files", &head.id))?;
+                    let stored =
+                        file_data.get(n).map_err(Error::redb)?.ok_or_else(|| Self::missing("files", &head.id))?;
                     decoder.plain(stored.value())?
                 };
                 split_files(&head.files, &own, shared)?
@@ -333,8 +340,7 @@ impl OldStore {
             // their bytes).
             _ => head.files.iter().map(shared).collect::<Result<Vec<_>>>()?,
         };
-        let files: BTreeMap<String, Vec<u8>> =
-            head.files.iter().map(|f| f.path.clone()).zip(bytes).collect();
+        let files: BTreeMap<String, Vec<u8>> = head.files.iter().map(|f| f.path.clone()).zip(bytes).collect();
         let raw = RawPackage::new(head.source.clone(), files);
         if raw.id != head.id {
             return Err(Error::Corrupt(format!("the files of episode {} do not hash to its id", hex(&head.id))));
@@ -450,9 +456,8 @@ fn copy(
                 let raw = old.package(head)?;
                 // The typed record and traces are derived again by this build's parser
                 // (an older build accepted the package, and revisions only add).
-                let episode = parse_package(&raw).map_err(|p| {
-                    Error::Corrupt(format!("episode {} no longer validates: {p}", hex(&head.id)))
-                })?;
+                let episode = parse_package(&raw)
+                    .map_err(|p| Error::Corrupt(format!("episode {} no longer validates: {p}", hex(&head.id))))?;
                 let mut record = record_of(&raw, &episode);
                 record.ingest_seq = head.ingest_seq;
                 record.source = head.source.clone();

@@ -388,10 +388,22 @@ mod layout {
 {"seq": 1, "role": "assistant", "tool_call_id": "c", "tool": "sh", "arguments": {"x": 1}, "tool_seq": 2, "tokens_in": 4}
 {"seq": 5, "role": "tool", "tool_seq": 2, "is_error": false}"#,
         );
-        put(&mut files, "traces/tools.jsonl", r#"{"seq": 2, "tool": "sh", "command": "pytest", "exit_code": 1, "output": "artifacts/o.txt"}"#);
+        put(
+            &mut files,
+            "traces/tools.jsonl",
+            r#"{"seq": 2, "tool": "sh", "command": "pytest", "exit_code": 1, "output": "artifacts/o.txt"}"#,
+        );
         put(&mut files, "artifacts/o.txt", "1 failed");
-        put(&mut files, "traces/actions.jsonl", r#"{"seq": 3, "kind": "edit", "paths": ["a.py"], "tool_seq": 2, "diff": "--- a/a.py"}"#);
-        put(&mut files, "traces/verification.jsonl", r#"{"seq": 4, "check_id": "t", "actor": "agent", "result": "fail"}"#);
+        put(
+            &mut files,
+            "traces/actions.jsonl",
+            r#"{"seq": 3, "kind": "edit", "paths": ["a.py"], "tool_seq": 2, "diff": "--- a/a.py"}"#,
+        );
+        put(
+            &mut files,
+            "traces/verification.jsonl",
+            r#"{"seq": 4, "check_id": "t", "actor": "agent", "result": "fail"}"#,
+        );
         put(&mut files, "traces/entropy.jsonl", "");
         let raw = RawPackage::new("p".into(), files);
         let episode = parse_package(&raw).expect("valid");
