@@ -151,17 +151,21 @@ fn first_logs_people_and_scorers() {
 }
 
 /// The `.json` log `..._browser.json`, samples[0]: replies that only call tools have
-/// no text (the calls are the recorder's messages); the last one summarises.
+/// no text, only their usage (a record of its own before the call, which is the
+/// recorder's message); the last one summarises.
 #[test]
 fn json_log_tool_only_replies_and_outputs() {
     let run = run(BROWSER);
     let ep = &run.package.episode;
     let m = messages(ep);
     let roles: Vec<&str> = m.iter().map(|m| m.role.as_str()).collect();
-    assert_eq!(
-        roles,
-        ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
-    );
+    let turn = ["assistant", "assistant", "tool"];
+    let expected: Vec<&str> = std::iter::once("user").chain(turn.repeat(4)).chain(["assistant"]).collect();
+    assert_eq!(roles, expected);
+    for usage in [&m[1], &m[4], &m[7], &m[10]] {
+        assert_eq!((usage.text.as_deref(), usage.tool_call_id.as_deref()), (None, None));
+        assert!(usage.tokens_in.is_some() && usage.tokens_out.is_some(), "{usage:?}");
+    }
     // events[36]: the summary, attachment 707c70d5..., usage 5915 / 207.
     let last = m.last().unwrap();
     assert!(last.text.as_deref().unwrap().starts_with("The AI Security Institute (AISI) is the premier governmental"));
@@ -170,7 +174,7 @@ fn json_log_tool_only_replies_and_outputs() {
     // events[9].result: the page's accessibility tree.
     let t = tools_of(ep);
     assert!(output(&run, &t[0]).starts_with(b"[132] link \"We are now the AI Security Institute\""));
-    assert_eq!(m[1].tool_call_id.as_deref(), Some("call_35FTpd6shR9efioDgeEBZ33s"));
+    assert_eq!(m[2].tool_call_id.as_deref(), Some("call_35FTpd6shR9efioDgeEBZ33s"));
 }
 
 fn model_event(span_id: &str, input: Value, reply: Value, usage: Option<(i64, i64)>) -> Value {
