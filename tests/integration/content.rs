@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{repo_root, text, TestStore};
+use crate::util::{repo_root, text, walk, TestStore};
 
 fn agent_logs() -> PathBuf {
     repo_root().join("datasets/agent-logs")
@@ -272,18 +272,6 @@ fn secret_log(dir: &Path) -> PathBuf {
     path
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
 
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle.as_bytes())

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{dataset, repo_root, text, TestStore};
+use crate::util::{dataset, repo_root, text, walk, TestStore};
 
 /// A kept store of an older format.
 #[derive(Clone, Copy)]
@@ -147,18 +147,6 @@ fn exported_files(store: &TestStore) -> BTreeMap<(String, String), String> {
     out
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
 
 fn migrate(store: &TestStore) -> Value {
     let out = store.run(&["migrate", "--format", "json"]);
