@@ -272,7 +272,6 @@ fn secret_log(dir: &Path) -> PathBuf {
     path
 }
 
-
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }

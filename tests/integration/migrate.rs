@@ -147,7 +147,6 @@ fn exported_files(store: &TestStore) -> BTreeMap<(String, String), String> {
     out
 }
 
-
 fn migrate(store: &TestStore) -> Value {
     let out = store.run(&["migrate", "--format", "json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

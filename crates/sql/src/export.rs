@@ -212,7 +212,17 @@ impl Engine {
             let keys: Vec<String> = partition_by.iter().filter(|k| columns.contains(k)).cloned().collect();
             let target = tmp.join(&name);
             let sql = format!("SELECT * FROM {}", crate::sql_text::quote_ident(&name));
-            let w = self.export_into(&name, &sql, ExportFormat::Parquet, &target, &keys, true).await?;
+            let mut w = self.export_into(&name, &sql, ExportFormat::Parquet, &target, &keys, true).await?;
+            let keys = if w.rows == 0 && !keys.is_empty() {
+                // An empty table has nothing to partition and no partition to hold a
+                // file: it is written unpartitioned, one empty file with every column,
+                // so every reader (DataFusion, pyarrow's hive discovery) sees its schema.
+                std::fs::remove_dir_all(&target).map_err(io(&target))?;
+                w = self.export_into(&name, &sql, ExportFormat::Parquet, &target, &[], true).await?;
+                vec![]
+            } else {
+                keys
+            };
             manifest_tables.push(json!({
                 "name": name,
                 "kind": kind,
@@ -404,13 +414,12 @@ impl Sink {
         Ok(self.writers.get_mut(&key).expect("inserted"))
     }
 
-    /// Closes every file; an empty result still gets a file (with the schema), so
-    /// readers see the columns: unpartitioned, one empty file (for `--all`, a directory
-    /// holding it); partitioned, one empty file in the NULL partition, so a reader
-    /// that lists the hive directories finds a file to take the schema from.
+    /// Closes every file; an empty unpartitioned result still gets a file (with the
+    /// schema), so readers see the columns.
     fn finish(mut self) -> Result<usize> {
-        if self.writers.is_empty() {
-            self.writer(vec![None; self.partition_columns.len()])?;
+        if self.writers.is_empty() && self.partition_columns.is_empty() {
+            // (also for `--all`: an empty table is a directory holding one empty file)
+            self.writer(vec![])?;
         }
         for key in std::mem::take(&mut self.order) {
             self.writers.remove(&key).expect("open").finish()?;
