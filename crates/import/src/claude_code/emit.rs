@@ -346,7 +346,7 @@ fn structured_patch(path: &str, patch: &Value, created: bool) -> Option<String> 
     let from = if created { "/dev/null".to_string() } else { format!("a/{path}") };
     let mut out = format!("--- {from}\n+++ b/{path}\n");
     let range = |start: i64, count: i64| {
-        let start = if count == 0 { (start - 1).max(0) } else { start };
+        let start = if count == 0 { start.saturating_sub(1).max(0) } else { start };
         if count == 1 {
             format!("{start}")
         } else {

@@ -42,7 +42,8 @@ pub(super) fn text_editor(args: &Map<String, Value>, result: &str) -> Option<Edi
             Some(EditDiff { diff: diff::fragment(path, old, new), fragment: true })
         }
         "insert" => {
-            let line = args.get("insert_line").and_then(Value::as_u64)? as usize;
+            // As u32, so arithmetic on it cannot overflow on a hostile log.
+            let line = args.get("insert_line").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())? as usize;
             let new = s("new_str").or(s("insert_text"))?;
             let d = inserted_in_snippet(path, line, new, result).unwrap_or_else(|| inserted(path, line, new));
             Some(EditDiff { diff: d, fragment: false })
@@ -89,7 +90,8 @@ fn snippet(result: &str) -> Option<(usize, Vec<&str>)> {
     let mut lines = Vec::new();
     for (i, row) in body.split('\n').enumerate() {
         let (number, line) = row.split_once('\t')?;
-        let number: usize = number.trim().parse().ok()?;
+        // As u32: the line numbers are added to, and a hostile log must not overflow them.
+        let number = number.trim().parse::<u32>().ok()? as usize;
         let start = *first.get_or_insert(number);
         if number != start + i {
             return None;
@@ -127,10 +129,10 @@ fn shift_range(range: &str, by: usize) -> Option<String> {
         Some((s, c)) => (s, Some(c)),
         None => (range, None),
     };
-    let start: usize = start.parse().ok()?;
+    let start = start.parse::<usize>().ok()?.checked_add(by)?;
     Some(match count {
-        Some(c) => format!("{},{c}", start + by),
-        None => format!("{}", start + by),
+        Some(c) => format!("{start},{c}"),
+        None => format!("{start}"),
     })
 }
 

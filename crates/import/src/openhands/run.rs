@@ -218,7 +218,8 @@ fn editor_diff(
         }
         Some("insert") => {
             // The editor puts the text's lines after line `insert_line`.
-            let at = given.get("insert_line").and_then(Value::as_u64)?;
+            // As u32, so `at + 1` cannot overflow on a hostile log.
+            let at = u64::from(given.get("insert_line").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())?);
             let mut new = s(Some(given), "new_str")?;
             if !new.ends_with('\n') {
                 new.push('\n');

@@ -153,7 +153,8 @@ impl Windows {
                 })
             }
             "insert" if obs.contains("has been edited") => {
-                let after: u64 = flag("insert_line")?.trim().parse().ok()?;
+                // Line numbers are read as u32: arithmetic on them cannot overflow.
+                let after = u64::from(flag("insert_line")?.trim().parse::<u32>().ok()?);
                 let new = flag("new_str")?;
                 let new: Vec<String> = new.lines().map(str::to_string).collect();
                 Some(EditDiff { diff: hunk_diff(&path, after + 1, &[], &[], &new, &[]), path, fragment: false })
@@ -270,7 +271,7 @@ fn line_range(first: &str) -> Option<(u64, u64)> {
         return None;
     }
     let (a, b) = words.next()?.split_once(':')?;
-    let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
+    let (a, b) = (u64::from(a.parse::<u32>().ok()?), u64::from(b.parse::<u32>().ok()?));
     (a >= 1 && b >= a).then_some((a, b))
 }
 
@@ -296,7 +297,7 @@ fn shift_hunk(line: &str, offset: u64) -> String {
             Some((s, c)) => (s, Some(c)),
             None => (range, None),
         };
-        let start: u64 = start.parse().unwrap_or(0);
+        let start = u64::from(start.parse::<u32>().unwrap_or(0));
         match count {
             Some(c) => format!("{},{c}", start + offset),
             None => format!("{}", start + offset),
@@ -352,7 +353,7 @@ fn header_total(obs: &str) -> Option<u64> {
         let l = l.strip_suffix('\r').unwrap_or(l);
         header_path(l)?;
         let rest = &l[l.rfind(" (")? + 2..];
-        rest.strip_suffix(" lines total)]")?.parse().ok()
+        rest.strip_suffix(" lines total)]")?.parse::<u32>().ok().map(u64::from)
     })
 }
 
@@ -361,7 +362,7 @@ fn numbered(line: &str) -> Option<(u64, String)> {
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some((n.parse().ok()?, text.to_string()))
+    Some((u64::from(n.trim().parse::<u32>().ok()?), text.to_string()))
 }
 
 /// A command's words as a POSIX shell splits them (quotes and backslashes), which is how
