@@ -344,8 +344,13 @@ pub struct Recorder {
     secret_files: BTreeMap<String, (Vec<Finding>, Vec<u8>)>,
     /// The messages trace is recorded (the format reads a log that has messages).
     messages: bool,
+    /// The task prompt and final message a format gave ([`Recorder::task_prompt`],
+    /// [`Recorder::final_message`]); without them, the first words of a person and the
+    /// agent's last words are taken.
     task_prompt: Option<String>,
     final_message: Option<String>,
+    first_person: Option<String>,
+    last_agent: Option<String>,
     /// The log's own final patch was given ([`Recorder::patch`]).
     has_patch: bool,
     /// The diffs of the ok edits, in order, for a derived `patch.diff`.
@@ -401,6 +406,8 @@ impl Recorder {
             messages: false,
             task_prompt: None,
             final_message: None,
+            first_person: None,
+            last_agent: None,
             has_patch: false,
             edit_diffs: Vec::new(),
             fragment_diffs: false,
@@ -528,14 +535,14 @@ impl Recorder {
         }
     }
     /// The task as given (`task.prompt`), when the format knows which message it is;
-    /// otherwise the first person's message is taken. The first one said wins.
+    /// otherwise the first person's message is taken. The first one given wins.
     pub fn task_prompt(&mut self, text: &str) {
         if self.task_prompt.is_none() && !text.trim().is_empty() {
             self.task_prompt = Some(text.to_string());
         }
     }
     /// The agent's final message, when the format knows it better than "the last
-    /// assistant text" (a submission's text, a result event).
+    /// assistant text" (a submission's text, a result event). The last one given wins.
     pub fn final_message(&mut self, text: &str) {
         if !text.trim().is_empty() {
             self.final_message = Some(text.to_string());
@@ -562,15 +569,11 @@ impl Recorder {
         }
         // A person's words (or a user message whose writer the log does not tell); not
         // the harness's, not a subagent's prompt.
-        if m.role == Role::User && matches!(m.author.as_deref(), None | Some(HUMAN)) {
-            if let Some(text) = &m.text {
-                self.task_prompt(&text.clone());
-            }
+        if m.role == Role::User && matches!(m.author.as_deref(), None | Some(HUMAN)) && self.first_person.is_none() {
+            self.first_person.clone_from(&m.text);
         }
-        if m.role == Role::Assistant && m.author.is_none() {
-            if let Some(text) = &m.text {
-                self.final_message = Some(text.clone());
-            }
+        if m.role == Role::Assistant && m.author.is_none() && m.text.is_some() {
+            self.last_agent.clone_from(&m.text);
         }
         let mut f = Map::new();
         f.insert("role".into(), json!(m.role.name()));
@@ -1060,6 +1063,12 @@ impl Recorder {
             self.push(TraceKind::Verification, ts.as_deref(), Grade::Observed, f);
         }
         self.derived_patch();
+        if self.task_prompt.is_none() {
+            self.task_prompt = self.first_person.take();
+        }
+        if self.final_message.is_none() {
+            self.final_message = self.last_agent.take();
+        }
         let secrets = self.secrets(options.redact);
         let manifest = self.manifest(model, options);
         self.builder.manifest(manifest);
