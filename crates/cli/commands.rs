@@ -394,6 +394,8 @@ pub fn show(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
         "correct": r.outcome.correct,
         "final_revision": r.derived.final_revision,
         "stop_reason": r.outcome.stop_reason,
+        "task_prompt": r.manifest.task_prompt,
+        "final_message": r.outcome.final_message,
         "ingest_seq": r.ingest_seq,
         "source": r.source,
         "provenance": r.manifest.provenance(),
@@ -419,8 +421,20 @@ pub fn show(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
                 .map(|((file, _), n)| vec![json!(file), n.map_or(json!("not recorded"), |n| json!(n))])
                 .collect();
             print_rows(&["trace", "records"], &traces, format);
-            let files: Vec<Vec<Value>> =
-                r.files.iter().map(|f| vec![json!(f.path), json!(f.size), json!(hex(&f.hash))]).collect();
+            // Tool outputs (one file per call, revision 1.2) are one row here; `--format
+            // json` lists each, and SQL reads them (`tools.output_text`).
+            let (outputs, others): (Vec<_>, Vec<_>) =
+                r.files.iter().partition(|f| f.path.starts_with("artifacts/tool-output/"));
+            let mut files: Vec<Vec<Value>> =
+                others.iter().map(|f| vec![json!(f.path), json!(f.size), json!(hex(&f.hash))]).collect();
+            if !outputs.is_empty() {
+                let bytes: u64 = outputs.iter().map(|f| f.size).sum();
+                files.push(vec![
+                    json!(format!("artifacts/tool-output/ ({} files)", outputs.len())),
+                    json!(bytes),
+                    json!(""),
+                ]);
+            }
             print_rows(&["file", "bytes", "blake3"], &files, format);
         }
     }
