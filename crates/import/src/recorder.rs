@@ -82,6 +82,8 @@ pub struct Call {
     pub is_error: Option<bool>,
     /// The unified diff of an edit (docs/format.md §9.2), put on its action.
     pub diff: Option<String>,
+    /// A subagent's name when a subagent made the call (on its `messages` records).
+    pub author: Option<String>,
 }
 
 impl Call {
@@ -119,6 +121,11 @@ impl Call {
     /// Whether the tool said it failed.
     pub fn is_error(mut self, is_error: Option<bool>) -> Call {
         self.is_error = is_error;
+        self
+    }
+    /// The subagent that made the call.
+    pub fn author(mut self, author: Option<String>) -> Call {
+        self.author = author;
         self
     }
     /// The edit's unified diff (empty text is no diff).
@@ -647,6 +654,9 @@ impl Recorder {
         }
         let mut f = Map::new();
         f.insert("role".into(), json!(Role::Assistant.name()));
+        if let Some(a) = &call.author {
+            f.insert("author".into(), json!(a));
+        }
         if let Some(id) = &call.call_id {
             f.insert("tool_call_id".into(), json!(id));
         }
@@ -665,6 +675,9 @@ impl Recorder {
         }
         let mut f = Map::new();
         f.insert("role".into(), json!(Role::Tool.name()));
+        if let Some(a) = &call.author {
+            f.insert("author".into(), json!(a));
+        }
         if let Some(id) = &call.call_id {
             f.insert("tool_call_id".into(), json!(id));
         }

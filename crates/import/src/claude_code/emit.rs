@@ -165,7 +165,7 @@ pub(super) fn emit(rec: &mut Recorder, events: &[Ev], log: &Log<'_>) -> Summary 
         let ts = ev.ts.as_deref();
         rec.saw_time(ts);
         match &ev.what {
-            What::Call { id, name, input } => {
+            What::Call { id, name, input, agent } => {
                 // One call, once: a subagent's calls may also be copied into the session file.
                 if !id.is_empty() && !seen.insert(id.as_str()) {
                     continue;
@@ -175,7 +175,8 @@ pub(super) fn emit(rec: &mut Recorder, events: &[Ev], log: &Log<'_>) -> Summary 
                 summary.calls += 1;
                 summary.subagent_calls += usize::from(ev.sub);
                 summary.without_result += usize::from(res.is_none());
-                call(rec, ev, id, name, input, res, denied);
+                let author = agent.as_ref().map(|a| speakers.author(a));
+                call(rec, ev, (id, name, input, author), res, denied);
             }
             What::Results(ids) => {
                 for id in ids {
@@ -231,7 +232,11 @@ fn person_approved(res: &Res) -> bool {
     accepted && d.and_then(|d| d.get("source").and_then(Value::as_str)) == Some("user")
 }
 
-fn call(rec: &mut Recorder, ev: &Ev, id: &str, name: &str, input: &Value, res: Option<&Res>, denied: &HashSet<String>) {
+/// A call: its id, tool name, input and, for a subagent's, the subagent's name.
+type CallParts<'a> = (&'a str, &'a str, &'a Value, Option<String>);
+
+fn call(rec: &mut Recorder, ev: &Ev, parts: CallParts<'_>, res: Option<&Res>, denied: &HashSet<String>) {
+    let (id, name, input, author) = parts;
     let shell = name == "Bash";
     let command = if shell {
         input.get("command").and_then(Value::as_str).unwrap_or("").to_string()
@@ -242,7 +247,8 @@ fn call(rec: &mut Recorder, ev: &Ev, id: &str, name: &str, input: &Value, res: O
         .command(command.clone())
         .ts(ev.ts.clone())
         .id((!id.is_empty()).then_some(id))
-        .arguments(input.clone());
+        .arguments(input.clone())
+        .author(author);
     c.duration_ms = duration(ev.ts.as_deref(), res.and_then(|r| r.ts.as_deref()));
     if let Some(r) = res {
         // The tool_result's content, as the model was given it.
@@ -383,7 +389,7 @@ impl<'a> Speakers<'a> {
     fn new(events: &'a [Ev], results: &'a HashMap<String, Res>) -> Speakers<'a> {
         let mut task_names = HashMap::new();
         for e in events {
-            if let What::Call { id, name, input } = &e.what {
+            if let What::Call { id, name, input, .. } = &e.what {
                 if matches!(name.as_str(), "Task" | "Agent") {
                     if let Some(t) = input.get("subagent_type").and_then(Value::as_str).filter(|t| !t.is_empty()) {
                         task_names.insert(id.as_str(), t);

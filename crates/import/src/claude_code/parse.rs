@@ -74,8 +74,8 @@ pub(super) struct Ev {
 pub(super) enum What {
     /// A line that only shows a time.
     Tick,
-    /// A `tool_use` block, where the call starts.
-    Call { id: String, name: String, input: Value },
+    /// A `tool_use` block, where the call starts; `agent`: the subagent that made it.
+    Call { id: String, name: String, input: Value, agent: Option<Agent> },
     /// The agent's words (a non-blank `text` block).
     Text(String),
     /// The assistant message ended the turn (`stop_reason: end_turn`).
@@ -410,7 +410,8 @@ impl FileData {
                     let id = str_of(b, "id").to_string();
                     let name = str_of(b, "name").to_string();
                     let input = b.get("input").cloned().unwrap_or(Value::Null);
-                    self.push(ts, sub, What::Call { id, name, input });
+                    let agent = if sub { Some(self.line.agent.clone().unwrap_or_default()) } else { None };
+                    self.push(ts, sub, What::Call { id, name, input, agent });
                 }
                 _ => {}
             }

@@ -276,6 +276,19 @@ fn subagent_messages_carry_their_author() {
     let args: Value = serde_json::from_str(task.arguments.as_deref().unwrap()).unwrap();
     assert_eq!(args["subagent_type"], "Explore");
     assert_eq!(prompt.text.as_deref(), args["prompt"].as_str());
+    // The Task call is the session's own; the subagent's calls and their results (the
+    // recorder's call and result records) carry its name.
+    assert_eq!(task.author, None);
+    let explore_calls: Vec<&str> = messages(e)
+        .iter()
+        .filter(|m| m.author.as_deref() == Some("Explore") && m.tool_call_id.is_some())
+        .map(|m| m.role.as_str())
+        .collect();
+    assert!(!explore_calls.is_empty());
+    assert_eq!(
+        explore_calls.iter().filter(|r| **r == "assistant").count(),
+        explore_calls.iter().filter(|r| **r == "tool").count()
+    );
     // Its line 2: its first words, on Sonnet (msg_016xc...: 3 + 13522 + 0 in, 3 out).
     let m = part(e, "I'll conduct a thorough exploration of the transcript rendering system.");
     assert_eq!((m.role.as_str(), m.author.as_deref()), ("assistant", Some("Explore")));
