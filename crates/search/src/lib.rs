@@ -88,7 +88,7 @@
 //!   and a deep enough query overflows the stack). Nesting counts each `(` and each
 //!   `NOT` of a chain (`NOT NOT a` is 2 deep, `NOT (a)` too); it is counted on the
 //!   raw text, so parentheses in quotes or escaped count as well.
-//! * [`write_index`] indexes with one thread and a budget of [`WRITER_MEMORY_BYTES`].
+//! * [`write_index`] indexes with up to two threads sharing a budget of [`WRITER_MEMORY_BYTES`].
 //! * Indexes are opened read-only: searching writes nothing (no lock files) in a
 //!   segment's directory.
 //! * A panic inside tantivy while reading an index (possible on damaged data) is caught
