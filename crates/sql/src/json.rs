@@ -79,18 +79,35 @@ impl JsonFunction {
     }
 }
 
-/// One step of a path.
-enum Step {
-    Key(String),
-    Index(i64),
+/// One argument of a path, for every row: integers are array indexes, anything else
+/// is read as an object key (text), NULL leads nowhere.
+enum PathArg {
+    Index(Int64Array),
+    Key(StringArray),
+    Nowhere,
 }
 
-fn follow<'v>(mut value: &'v Value, path: &[Option<Step>]) -> Option<&'v Value> {
+impl PathArg {
+    fn of(array: &ArrayRef) -> DfResult<PathArg> {
+        let t = array.data_type();
+        Ok(if t.is_integer() {
+            PathArg::Index(cast(array, &DataType::Int64)?.as_any().downcast_ref::<Int64Array>().expect("Int64").clone())
+        } else if *t == DataType::Null {
+            PathArg::Nowhere
+        } else {
+            PathArg::Key(cast(array, &DataType::Utf8)?.as_any().downcast_ref::<StringArray>().expect("Utf8").clone())
+        })
+    }
+}
+
+/// The value `path` leads to in row `row`, borrowing the keys from their arrays.
+fn follow<'v>(mut value: &'v Value, path: &[PathArg], row: usize) -> Option<&'v Value> {
     for step in path {
-        value = match (step.as_ref()?, value) {
-            (Step::Key(k), Value::Object(map)) => map.get(k)?,
-            (Step::Index(i), Value::Array(items)) => {
-                let at = if *i < 0 { items.len().checked_sub(i.unsigned_abs() as usize)? } else { *i as usize };
+        value = match (step, value) {
+            (PathArg::Key(keys), Value::Object(map)) if !keys.is_null(row) => map.get(keys.value(row))?,
+            (PathArg::Index(ints), Value::Array(items)) if !ints.is_null(row) => {
+                let i = ints.value(row);
+                let at = if i < 0 { items.len().checked_sub(i.unsigned_abs() as usize)? } else { i as usize };
                 items.get(at)?
             }
             _ => return None,
@@ -125,30 +142,7 @@ impl ScalarUDFImpl for JsonFunction {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let text = cast(&arrays[0], &DataType::Utf8)?;
         let text = text.as_any().downcast_ref::<StringArray>().expect("cast to Utf8");
-        // Path steps: integers are indexes, anything else is read as a key.
-        let mut steps: Vec<Box<dyn Fn(usize) -> Option<Step>>> = Vec::new();
-        for array in &arrays[1..] {
-            match array.data_type() {
-                DataType::Int8
-                | DataType::Int16
-                | DataType::Int32
-                | DataType::Int64
-                | DataType::UInt8
-                | DataType::UInt16
-                | DataType::UInt32
-                | DataType::UInt64 => {
-                    let ints = cast(array, &DataType::Int64)?;
-                    let ints = ints.as_any().downcast_ref::<Int64Array>().expect("cast to Int64").clone();
-                    steps.push(Box::new(move |i| (!ints.is_null(i)).then(|| Step::Index(ints.value(i)))));
-                }
-                DataType::Null => steps.push(Box::new(|_| None)),
-                _ => {
-                    let keys = cast(array, &DataType::Utf8)?;
-                    let keys = keys.as_any().downcast_ref::<StringArray>().expect("cast to Utf8").clone();
-                    steps.push(Box::new(move |i| (!keys.is_null(i)).then(|| Step::Key(keys.value(i).to_string()))));
-                }
-            }
-        }
+        let path = arrays[1..].iter().map(PathArg::of).collect::<DfResult<Vec<_>>>()?;
         if text.len() != rows {
             return exec_err!("{}: {} rows of JSON for {rows} rows", self.name(), text.len());
         }
@@ -157,10 +151,7 @@ impl ScalarUDFImpl for JsonFunction {
                 return f(None);
             }
             match serde_json::from_str::<Value>(text.value(i)) {
-                Ok(value) => {
-                    let path: Vec<Option<Step>> = steps.iter().map(|s| s(i)).collect();
-                    f(follow(&value, &path))
-                }
+                Ok(value) => f(follow(&value, &path, i)),
                 Err(_) => f(None),
             }
         };
