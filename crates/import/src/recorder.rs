@@ -649,32 +649,37 @@ impl Recorder {
     /// written when the messages trace is recorded; `tool_seq` names the record that
     /// follows.
     fn call_message(&mut self, call: &Call) {
-        if !self.messages || self.not_agent {
-            return;
+        if let Some(mut f) = self.call_fields(call, Role::Assistant) {
+            if let Some(a) = &call.arguments {
+                f.insert("arguments".into(), a.clone());
+            }
+            f.insert("tool_seq".into(), json!(self.builder.next_seq() + 1));
+            self.push(TraceKind::Messages, call.ts.as_deref(), Grade::Observed, f);
         }
-        let mut f = Map::new();
-        f.insert("role".into(), json!(Role::Assistant.name()));
-        if let Some(a) = &call.author {
-            f.insert("author".into(), json!(a));
-        }
-        if let Some(id) = &call.call_id {
-            f.insert("tool_call_id".into(), json!(id));
-        }
-        f.insert("tool".into(), json!(call.tool));
-        if let Some(a) = &call.arguments {
-            f.insert("arguments".into(), a.clone());
-        }
-        f.insert("tool_seq".into(), json!(self.builder.next_seq() + 1));
-        self.push(TraceKind::Messages, call.ts.as_deref(), Grade::Observed, f);
     }
 
     /// The result of a call, after its records: the output is the tools record's file.
     fn result_message(&mut self, call: &Call, tool_seq: u64) {
+        if let Some(mut f) = self.call_fields(call, Role::Tool) {
+            f.insert("tool_seq".into(), json!(tool_seq));
+            let failed = call.timed_out
+                || call.failure_type.is_some_and(|t| t != "none")
+                || call.exit_code.is_some_and(|(c, _)| c != 0);
+            if let Some(e) = call.is_error.or(failed.then_some(true)) {
+                f.insert("is_error".into(), json!(e));
+            }
+            self.push(TraceKind::Messages, None, Grade::Observed, f);
+        }
+    }
+
+    /// What a call's call and result records share (role, author, id, tool), or `None`
+    /// when they are not written (no messages trace, or not the agent's call).
+    fn call_fields(&self, call: &Call, role: Role) -> Option<Map<String, Value>> {
         if !self.messages || self.not_agent {
-            return;
+            return None;
         }
         let mut f = Map::new();
-        f.insert("role".into(), json!(Role::Tool.name()));
+        f.insert("role".into(), json!(role.name()));
         if let Some(a) = &call.author {
             f.insert("author".into(), json!(a));
         }
@@ -682,14 +687,7 @@ impl Recorder {
             f.insert("tool_call_id".into(), json!(id));
         }
         f.insert("tool".into(), json!(call.tool));
-        f.insert("tool_seq".into(), json!(tool_seq));
-        let failed = call.timed_out
-            || call.failure_type.is_some_and(|t| t != "none")
-            || call.exit_code.is_some_and(|(c, _)| c != 0);
-        if let Some(e) = call.is_error.or(failed.then_some(true)) {
-            f.insert("is_error".into(), json!(e));
-        }
-        self.push(TraceKind::Messages, None, Grade::Observed, f);
+        Some(f)
     }
 
     fn tools_record(&mut self, call: &Call, grade: Grade) -> u64 {

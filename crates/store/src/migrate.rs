@@ -458,9 +458,9 @@ fn copy(
                 // (an older build accepted the package, and revisions only add).
                 let episode = parse_package(&raw)
                     .map_err(|p| Error::Corrupt(format!("episode {} no longer validates: {p}", hex(&head.id))))?;
+                // `record_of` takes the source from the package's name, the old source.
                 let mut record = record_of(&raw, &episode);
                 record.ingest_seq = head.ingest_seq;
-                record.source = head.source.clone();
                 let mut own = Vec::new();
                 for file in &raw.files {
                     named.insert(file.hash);
