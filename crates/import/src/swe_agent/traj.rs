@@ -485,7 +485,8 @@ fn problem_statement(configs: &[Value], history: &[Value], instance: Option<usiz
 
 /// An editor command whose diff the log shows: recorded as the edit the shell rules make
 /// of it (one mutation, derived), with its diff. Given back when the rules make something
-/// else of the command, to be recorded as a shell command.
+/// else of the command, to be recorded as a shell command. Not `Recorder::shell` with the
+/// diff: a windowed `edit N:M` names no file, and the diff knows the open one.
 fn record_edit(rec: &mut Recorder, mut call: Call, action: &str, edit: EditDiff) -> Option<Call> {
     let code = shell::exit_code_from_text(&call.output);
     if code.is_some_and(|c| c != 0) {
