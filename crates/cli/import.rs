@@ -328,11 +328,11 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
                             s.of(unit.format.name()).superseding += 1;
                         }
                         s.instances.extend(run.instance_id.clone());
-                        let mut raw = run.package.raw;
+                        let mut package = run.package;
                         let name = format!("{}:{}", unit.format.name(), label);
-                        raw.name = name.clone();
+                        package.raw.name = name.clone();
                         names.lock().expect("names lock").insert(name, label);
-                        packages.push(Ok(raw));
+                        packages.push(Ok(package));
                     }
                 }
             }

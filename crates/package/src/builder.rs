@@ -43,7 +43,9 @@ impl Layout {
 }
 
 /// A package that passed validation: its files (bytewise path order), its typed form
-/// and its episode id.
+/// and its episode id. `episode` is what `parse_package(&raw)` gives (the store takes
+/// it instead of parsing again), so change `raw.files` only through a new build;
+/// `raw.name` is a label that no parse reads.
 #[derive(Debug, Clone)]
 pub struct BuiltPackage {
     pub raw: RawPackage,
@@ -216,7 +218,12 @@ impl PackageBuilder {
         let mut files = BTreeMap::new();
         files.insert(MANIFEST_FILE.to_string(), document(manifest, self.layout));
         files.insert(OUTCOME_FILE.to_string(), document(outcome, self.layout));
-        for ((path, _), records) in TRACE_FILES.iter().zip(&self.traces) {
+        for ((path, kind), records) in TRACE_FILES.iter().zip(&self.traces) {
+            // The conversation is most of a run's bytes and no part of its derived
+            // state (revisions and posture come from actions and checks).
+            if *kind == TraceKind::Messages {
+                continue;
+            }
             if let Some(records) = records {
                 files.insert((*path).to_string(), jsonl(records, self.layout));
             }
@@ -361,6 +368,10 @@ mod tests {
         b.push(TraceKind::Verification, obj(json!({"check_id": "t", "actor": "agent", "result": "pass"})));
         b.push(TraceKind::Actions, obj(json!({"kind": "edit"})));
         b.file("artifacts/big.log", vec![b'x'; 1 << 20]).unwrap();
+        let mut m = b.manifest.clone().unwrap();
+        m["format"] = json!("episode-package/1.2");
+        b.manifest(m);
+        b.push(TraceKind::Messages, obj(json!({"role": "assistant", "text": "done"})));
         let derived = b.derive().unwrap();
         assert_eq!((derived.final_revision, derived.posture.as_str()), (1, "stale"));
         assert_eq!(b.finish().unwrap().episode.derived, derived);

@@ -125,20 +125,27 @@ pub const MAX_JSON_DEPTH: usize = 1024;
 /// The deepest nesting of `text` and the 1-based line where it first passes
 /// [`MAX_JSON_DEPTH`], if it does. Brackets inside strings do not count.
 fn too_deep(text: &str) -> Option<usize> {
-    let (mut depth, mut line, mut in_string, mut escaped) = (0usize, 1usize, false, false);
-    for &b in text.as_bytes() {
-        match b {
+    let bytes = text.as_bytes();
+    let (mut depth, mut line, mut at) = (0usize, 1usize, 0usize);
+    while at < bytes.len() {
+        match bytes[at] {
             b'\n' => line += 1,
-            _ if in_string => {
-                if escaped {
-                    escaped = false;
-                } else if b == b'\\' {
-                    escaped = true;
-                } else if b == b'"' {
-                    in_string = false;
+            b'"' => {
+                // Most of a trace's bytes are string contents (messages, output): jump
+                // from quote to quote rather than walk them a byte at a time.
+                at += 1;
+                loop {
+                    // Unterminated: the JSON parser says so.
+                    let found = memchr::memchr3(b'"', b'\\', b'\n', bytes.get(at..)?)?;
+                    at += found;
+                    match bytes[at] {
+                        b'"' => break,
+                        b'\n' => line += 1,
+                        _ => at += 1, // an escape: skip the escaped byte too
+                    }
+                    at += 1;
                 }
             }
-            b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_JSON_DEPTH {
@@ -148,6 +155,7 @@ fn too_deep(text: &str) -> Option<usize> {
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        at += 1;
     }
     None
 }
@@ -836,6 +844,21 @@ pub(crate) mod tests {
         // Brackets inside strings are text, not nesting.
         let in_string = format!(r#"{{"label": "failed", "note": "{}"}}"#, "[".repeat(5000));
         assert!(Pkg::minimal().file(OUTCOME, in_string).parse().is_ok());
+    }
+
+    #[test]
+    fn nesting_is_counted_outside_strings_only_whatever_they_escape() {
+        let deep = nested(MAX_JSON_DEPTH + 1);
+        assert_eq!(too_deep(&deep), Some(1));
+        // An escaped quote does not end the string; an escaped backslash before the
+        // closing quote does: the brackets after it count again.
+        let hidden = format!(r#"{{"a": "x\" {}"}}"#, "[".repeat(MAX_JSON_DEPTH + 1));
+        assert_eq!(too_deep(&hidden), None);
+        let after = format!("{{\"a\": \"x\\\\\"}}\n{}", deep);
+        assert_eq!(too_deep(&after), Some(2), "{after}");
+        // Unterminated strings and lines before the deep one.
+        assert_eq!(too_deep(r#"{"a": "never closed [[[["#), None);
+        assert_eq!(too_deep(&format!("{{}}\n{{}}\n\"s\"{deep}")), Some(3));
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use epistore_package::{
-    hex, parse_package, read_source_within, Episode, Hash, Limits, MemoryBudget, RawPackage, Reservation, Source,
-    TRACE_FILES,
+    hex, parse_package, read_source_within, BuiltPackage, Episode, Hash, Limits, MemoryBudget, RawPackage, Reservation,
+    Source, TRACE_FILES,
 };
 use rayon::prelude::*;
 use redb::ReadableDatabase;
@@ -149,15 +149,38 @@ struct Writing<'a> {
 /// One package read from a unit: its files, or why it could not be read.
 pub type PackageRead = std::result::Result<RawPackage, epistore_package::Error>;
 
+/// A package handed to the store: files it parses, or files a
+/// [`PackageBuilder`](epistore_package::PackageBuilder) already parsed on its way out
+/// (an importer's), which the store does not parse a second time.
+pub enum Arrival {
+    Raw(RawPackage),
+    Built(BuiltPackage),
+}
+
+impl From<RawPackage> for Arrival {
+    fn from(raw: RawPackage) -> Self {
+        Arrival::Raw(raw)
+    }
+}
+
+impl From<BuiltPackage> for Arrival {
+    fn from(built: BuiltPackage) -> Self {
+        Arrival::Built(built)
+    }
+}
+
 enum Item {
     Ready(Box<Prepared>),
     Rejected { name: String, id: Option<Hash>, reason: String },
 }
 
-fn prepare(raw: RawPackage, packer: &Packer) -> Item {
-    let episode = match parse_package(&raw) {
-        Ok(e) => e,
-        Err(problem) => return Item::Rejected { name: raw.name, id: Some(raw.id), reason: problem.to_string() },
+fn prepare(arrival: Arrival, packer: &Packer) -> Item {
+    let (raw, episode) = match arrival {
+        Arrival::Built(BuiltPackage { raw, episode }) => (raw, episode),
+        Arrival::Raw(raw) => match parse_package(&raw) {
+            Ok(e) => (raw, e),
+            Err(problem) => return Item::Rejected { name: raw.name, id: Some(raw.id), reason: problem.to_string() },
+        },
     };
     let record = record_of(&raw, &episode);
     let traces = packer.pack(&codec::encode(&episode));
@@ -190,9 +213,9 @@ pub(crate) fn record_of(raw: &RawPackage, episode: &Episode) -> EpisodeRecord {
 /// Reads and prepares a chunk of units. Each unit's files are charged to the budget
 /// while read and given back once its packages are prepared (compressed), before the
 /// commit, so what waits for the writer is the compressed form only.
-fn prepare_chunk<U: Sync>(
+fn prepare_chunk<U: Sync, P: Into<Arrival>>(
     units: &[U],
-    read: &(impl Fn(&U, &mut Reservation) -> Vec<PackageRead> + Sync),
+    read: &(impl Fn(&U, &mut Reservation) -> Vec<std::result::Result<P, epistore_package::Error>> + Sync),
     budget: &MemoryBudget,
     packer: &Packer,
 ) -> Vec<Item> {
@@ -203,7 +226,7 @@ fn prepare_chunk<U: Sync>(
             let items: Vec<Item> = read(unit, &mut reservation)
                 .into_iter()
                 .map(|read| match read {
-                    Ok(raw) => prepare(raw, packer),
+                    Ok(package) => prepare(package.into(), packer),
                     Err(e) => Item::Rejected { name: name_of(&e), id: None, reason: e.to_string() },
                 })
                 .collect();
@@ -276,10 +299,10 @@ impl Store {
     /// it reads to the reservation it is given (`options.memory_budget` bounds them
     /// all). Units are read on the ingest threads, `options.chunk_sources` of them per
     /// chunk; progress counts units as sources.
-    pub fn ingest_from<U: Sync>(
+    pub fn ingest_from<U: Sync, P: Into<Arrival>>(
         &self,
         units: &[U],
-        read: impl Fn(&U, &mut Reservation) -> Vec<PackageRead> + Sync + Send,
+        read: impl Fn(&U, &mut Reservation) -> Vec<std::result::Result<P, epistore_package::Error>> + Sync + Send,
         options: &IngestOptions,
         mut progress: impl FnMut(IngestProgress),
         mut on_commit: impl FnMut(u64, Vec<(EpisodeRecord, Episode)>) -> Result<()>,

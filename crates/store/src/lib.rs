@@ -34,8 +34,8 @@ mod verify_tests;
 
 pub use error::{Error, Result};
 pub use ingest::{
-    IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult, Stopped,
-    DEFAULT_DICTIONARY_SAMPLES, DEFAULT_MEMORY_BUDGET,
+    Arrival, IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult,
+    Stopped, DEFAULT_DICTIONARY_SAMPLES, DEFAULT_MEMORY_BUDGET,
 };
 pub use migrate::{kept_file_name, MigrateProgress, MigrateReport};
 pub use pack::Decoder;
