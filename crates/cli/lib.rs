@@ -527,7 +527,7 @@ where
     // never kill the process.
     #[cfg(unix)]
     if !matches!(cli.command, Command::Serve(_) | Command::Ui(_)) {
-        // SAFETY: called once at start, before any thread exists.
+        // SAFETY: called once at start, before this thread starts any other.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }

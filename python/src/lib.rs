@@ -86,10 +86,14 @@ impl Database {
     /// Plans `sql` read-only on the current session and starts it.
     fn stream(&self, sql: &str) -> Result<ArrowStream> {
         let engine = self.engine()?;
-        let stream = self.runtime.block_on(async {
-            let df = statement::plan_read_only(engine.context(), sql).await?;
-            anyhow::Ok(df.execute_stream().await.map_err(epistore_sql::Error::from)?)
-        })?;
+        // Planned on a runtime thread (32 MiB of stack), not on the caller's: Python's
+        // threads may have far less.
+        let (ctx, sql) = (engine.context().clone(), sql.to_string());
+        let planning = self.runtime.spawn(async move {
+            let df = statement::plan_read_only(&ctx, &sql).await?;
+            Ok::<_, epistore_sql::Error>(df.execute_stream().await?)
+        });
+        let stream = self.runtime.block_on(planning)??;
         Ok(ArrowStream::query(stream, self.runtime.clone(), engine))
     }
 }

@@ -23,4 +23,5 @@ mod python;
 mod rejections;
 mod scale_out;
 mod slt;
+mod sql_limits;
 mod viewer;

@@ -346,6 +346,13 @@ fn ui_serves_pages_read_only() {
     assert_eq!((status, page_data(&body)["rows"].as_array().unwrap().len()), (200, 1));
     let (status, _) = ui.get("/leaderboards/no_such_metric");
     assert_eq!(status, 400);
+    // A `where=` that cannot plan is the request's fault (400), however it fails:
+    // unknown column, bad syntax, past the statement limits.
+    let deep = format!("({})%3D0", vec!["1"; 5_000].join("%3C%3C"));
+    for condition in ["no_such_column%3D1", "posture%20%3D%3D%3D", deep.as_str()] {
+        let (status, body) = ui.get(&format!("/leaderboards/sound_completion?by=harness_level&where={condition}"));
+        assert_eq!(status, 400, "{}: {}", &condition[..condition.len().min(40)], &body[..body.len().min(300)]);
+    }
 
     for method in ["POST", "PUT", "DELETE", "PATCH"] {
         let (status, _) = ui.request(method, "/", &[]);

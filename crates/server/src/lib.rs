@@ -194,7 +194,12 @@ impl EpistoreFlightSql {
 
     /// Plans `sql` read-only, with `parameters` bound to its `$n` placeholders (none:
     /// left unbound, enough for its schema), in a session of its own.
-    async fn dataframe(&self, sql: &str, parameters: Vec<ScalarValue>) -> std::result::Result<DataFrame, Status> {
+    async fn dataframe(
+        &self,
+        sql: &str,
+        parameters: Vec<ScalarValue>,
+        deadline: tokio::time::Instant,
+    ) -> std::result::Result<DataFrame, Status> {
         let engine = self.engine().await?;
         // The session's tables and views, the server's memory pool.
         let runtime = RuntimeEnvBuilder::new()
@@ -203,9 +208,11 @@ impl EpistoreFlightSql {
             .map_err(|e| Status::internal(e.to_string()))?;
         let state = SessionStateBuilder::new_from_existing(engine.context().state()).with_runtime_env(runtime).build();
         let ctx = SessionContext::new_with_state(state);
-        let df = epistore_sql::statement::plan_read_only(&ctx, sql)
-            .await
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // Planned on a thread of its own, so that the deadline holds while it runs.
+        let df = epistore_sql::statement::plan_read_only_until(&ctx, sql, deadline).await.map_err(|e| match e {
+            epistore_sql::Error::Deadline(what) => Status::deadline_exceeded(what),
+            e => Status::invalid_argument(e.to_string()),
+        })?;
         if parameters.is_empty() {
             return Ok(df);
         }
@@ -217,9 +224,18 @@ impl EpistoreFlightSql {
         &self,
         sql: &str,
         parameters: Vec<ScalarValue>,
+        deadline: tokio::time::Instant,
     ) -> std::result::Result<SendableRecordBatchStream, Status> {
-        let df = self.dataframe(sql, parameters).await?;
-        df.execute_stream().await.map_err(|e| Status::invalid_argument(e.to_string()))
+        let df = self.dataframe(sql, parameters, deadline).await?;
+        tokio::time::timeout_at(deadline, df.execute_stream())
+            .await
+            .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))?
+            .map_err(|e| Status::invalid_argument(e.to_string()))
+    }
+
+    /// The deadline of a query that starts now.
+    fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.settings.query_timeout
     }
 
     /// The result of `sql` as a DoGet stream: planning and every batch within the
@@ -229,16 +245,14 @@ impl EpistoreFlightSql {
         sql: &str,
         parameters: Vec<ScalarValue>,
     ) -> std::result::Result<Response<DoGetStream>, Status> {
-        let deadline = tokio::time::Instant::now() + self.settings.query_timeout;
+        let deadline = self.deadline();
         // Waiting for a turn counts against the query's deadline; the permit is held
         // until the stream ends or the client goes away.
         let permit = tokio::time::timeout_at(deadline, self.queries.clone().acquire_owned())
             .await
             .map_err(|_| Status::deadline_exceeded("waited past the time limit for a free query slot"))?
             .map_err(|_| Status::unavailable("the server is shutting down"))?;
-        let stream = tokio::time::timeout_at(deadline, self.plan(sql, parameters))
-            .await
-            .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
+        let stream = self.plan(sql, parameters, deadline).await?;
         let schema = stream.schema();
         let limited = futures::stream::unfold((stream, permit, false), move |(mut stream, permit, done)| async move {
             if done {
@@ -377,9 +391,7 @@ impl FlightSqlService for EpistoreFlightSql {
         self.check_token(&request)?;
         // Planning checks the statement (read-only, known tables) before a ticket is
         // handed out; execution waits for DoGet.
-        let stream = tokio::time::timeout(self.settings.query_timeout, self.plan(&query.query, vec![]))
-            .await
-            .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
+        let stream = self.plan(&query.query, vec![], self.deadline()).await?;
         let schema = stream.schema();
         drop(stream);
         let ticket = TicketStatementQuery { statement_handle: self.tickets.sign(&query.query).into() };
@@ -410,9 +422,7 @@ impl FlightSqlService for EpistoreFlightSql {
         request: Request<Action>,
     ) -> std::result::Result<ActionCreatePreparedStatementResult, Status> {
         self.check_token(&request)?;
-        let df = tokio::time::timeout(self.settings.query_timeout, self.dataframe(&query.query, vec![]))
-            .await
-            .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
+        let df = self.dataframe(&query.query, vec![], self.deadline()).await?;
         let dataset_schema = schema_bytes(df.schema().as_arrow())?;
         let parameter_schema = schema_bytes(parameter_schema(&df)?.as_ref())?;
         let handle = self.prepared.create(query.query).await?;
@@ -443,9 +453,7 @@ impl FlightSqlService for EpistoreFlightSql {
     ) -> std::result::Result<Response<FlightInfo>, Status> {
         self.check_token(&request)?;
         let prepared = self.prepared.get(&query.prepared_statement_handle).await?;
-        let df = tokio::time::timeout(self.settings.query_timeout, self.dataframe(&prepared.sql, prepared.parameters))
-            .await
-            .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))??;
+        let df = self.dataframe(&prepared.sql, prepared.parameters, self.deadline()).await?;
         let schema = df.schema().as_arrow().clone();
         let ticket = Ticket::new(query.as_any().encode_to_vec());
         let info = FlightInfo::new()

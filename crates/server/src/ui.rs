@@ -179,6 +179,10 @@ impl Ui {
             epistore_leaderboard::Error::Sql(epistore_sql::Error::Usage(m)) | epistore_leaderboard::Error::Usage(m) => {
                 bad_request(m)
             }
+            // A `where=` that does not plan (unknown column, bad syntax) is the request's fault.
+            epistore_leaderboard::Error::Sql(epistore_sql::Error::DataFusion(e)) if planning_error(&e) => {
+                bad_request(e.to_string())
+            }
             e => Failure::from(e),
         })?);
         let mut boards = self.boards.lock().await;
@@ -188,6 +192,13 @@ impl Ui {
         boards.insert(key, board.clone());
         Ok(board)
     }
+}
+
+/// Whether DataFusion refused a statement while reading or planning it (the
+/// statement's fault), rather than failing to run it.
+fn planning_error(e: &datafusion::error::DataFusionError) -> bool {
+    use datafusion::error::DataFusionError as E;
+    matches!(e.find_root(), E::SQL(..) | E::Plan(_) | E::SchemaError(..) | E::NotImplemented(_))
 }
 
 /// Runs store reads (which block) off the async workers.

@@ -6,6 +6,9 @@ pub enum Error {
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("{0}")]
     Usage(String),
+    /// Work given up at its deadline (`serve`'s query time limit).
+    #[error("{0}")]
+    Deadline(String),
     #[error("{0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
     #[error("{0}")]

@@ -252,8 +252,7 @@ impl Engine {
     /// Splits a script into statements (a `;` inside a string or comment does not
     /// split), for running them one at a time.
     pub fn split_statements(script: &str) -> Result<Vec<String>> {
-        let statements = datafusion::sql::parser::DFParser::parse_sql(&statement::prepare(script)?)?;
-        Ok(statements.into_iter().map(|s| s.to_string()).collect())
+        statement::split(script)
     }
 
     /// The headline metrics pooled over `keys` (any of model, harness_level, task,

@@ -2,10 +2,15 @@
 //! the read-only rule, the natural spelling of column names that are also keywords,
 //! and identifier quoting.
 
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
 use crate::sql_text::quote_ident;
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::{CopyToSource, DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::{Expr, ObjectName, Query, Select, Visit, Visitor};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
@@ -24,9 +29,48 @@ pub fn read_only() -> SQLOptions {
     SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }
 
-/// Plans a user's statement read-only, after [`prepare`].
+/// Plans a user's statement read-only: [`prepare`]d, parsed, its tree
+/// [`check_tree`]ed, then planned. (`SessionContext::sql_with_options` in phases, so
+/// that nothing deeper or wider than [`LIMITS`] reaches the planner.)
 pub async fn plan_read_only(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
-    Ok(ctx.sql_with_options(&prepare(sql)?, read_only()).await?)
+    let sql = prepare(sql)?;
+    let state = ctx.state();
+    let dialect = state.config().options().sql_parser.dialect;
+    let statement = state.sql_to_statement(&sql, &dialect)?;
+    check_tree(&statement)?;
+    let plan = state.statement_to_plan(statement).await?;
+    read_only().verify_plan(&plan)?;
+    Ok(ctx.execute_logical_plan(plan).await?)
+}
+
+/// [`plan_read_only`] on a thread of its own, given up at `deadline`: planning is CPU
+/// work that no timer interrupts, so a caller with a deadline (`serve`) waits for it
+/// here instead. Within [`LIMITS`] planning is bounded, so the abandoned thread ends.
+pub async fn plan_read_only_until(
+    ctx: &SessionContext,
+    sql: &str,
+    deadline: tokio::time::Instant,
+) -> Result<DataFrame> {
+    let (ctx, sql) = (ctx.clone(), sql.to_string());
+    let handle = tokio::runtime::Handle::current();
+    let planning = tokio::task::spawn_blocking(move || handle.block_on(plan_read_only(&ctx, &sql)));
+    match tokio::time::timeout_at(deadline, planning).await {
+        Ok(Ok(planned)) => planned,
+        Ok(Err(join)) => Err(crate::Error::Usage(format!("planning failed: {join}"))),
+        Err(_) => Err(crate::Error::Deadline("query planning exceeded the time limit".into())),
+    }
+}
+
+/// Splits a script into its statements, each within [`LIMITS`], as SQL text.
+pub fn split(script: &str) -> Result<Vec<String>> {
+    let statements = DFParser::parse_sql(&prepare(script)?)?;
+    statements
+        .into_iter()
+        .map(|statement| {
+            check_tree(&statement)?;
+            Ok(statement.to_string())
+        })
+        .collect()
 }
 
 /// A user's statement (or script) as DataFusion should read it: refused beyond
@@ -51,29 +95,65 @@ fn refuse<T>(what: String) -> Result<T> {
 
 /// How big a statement may be. The parser, planner and optimiser recurse over a
 /// statement's tree, so a tree deep enough overflows the stack and aborts the process
-/// (a 3,000-way `UNION ALL`, or `1+1+...` with 20,000 terms, did in a debug build on an
-/// 8 MiB stack). Statements are refused, with what to change, well before that. The
-/// shipped views use at most 62 operators, 1 set operation and parentheses 5 deep;
-/// sessions run on 32 MiB stacks ([`runtime`]), where a statement at these limits
-/// plans in a debug build (tested through the CLI and `serve`).
+/// (`1|1|...` with 10,000 terms did), and some of their passes take time and memory
+/// that grow faster than the statement (a chain of 5,000 CTEs took 54 s and 7 GB; a
+/// CTE that reads the one before it twice doubles the plan at every step). So a
+/// statement is bounded twice, with what to change in the refusal:
+///
+/// - before parsing, on its tokens ([`prepare`]): its bytes, its operators (every
+///   token and keyword that joins or wraps an expression: the tree the parser builds
+///   can be no deeper) and its set operations, so that the parsed tree is small enough
+///   to walk and drop;
+/// - after parsing, on its tree ([`check_tree`]): the depth of every expression and of
+///   nested queries, the CTEs, the tables one FROM joins, and the tables the whole
+///   statement reads once every CTE is expanded where it is used.
+///
+/// The shipped views use at most 62 operators, 1 set operation, expressions 12 deep and
+/// 8 tables; sessions run on 32 MiB stacks ([`runtime`]); a statement at these limits
+/// plans in a debug build within seconds (tests in `tests/integration/sql_limits.rs`).
 pub struct Limits {
     pub bytes: usize,
     /// UNION, EXCEPT and INTERSECT in one statement.
     pub set_operations: usize,
-    /// Binary operators (arithmetic, comparison, AND, OR, ||) in one statement.
+    /// Operators (arithmetic, comparison, bitwise, casts, AND, OR, NOT, IS, LIKE,
+    /// BETWEEN, ...) in one statement.
     pub operators: usize,
     /// Parentheses open at once.
     pub nesting: usize,
+    /// Depth of an expression tree (`a + b + c` is 3 deep: `+` nests left).
+    pub expression_depth: usize,
+    /// Queries nested in queries (subqueries, derived tables, CTE bodies).
+    pub query_depth: usize,
+    /// CTEs declared in one statement.
+    pub ctes: usize,
+    /// Tables (and subqueries) one FROM clause joins.
+    pub join_width: usize,
+    /// Tables the statement reads with every CTE expanded where it is used.
+    pub tables: usize,
 }
 
-pub const LIMITS: Limits = Limits { bytes: 4 << 20, set_operations: 256, operators: 4096, nesting: 64 };
+pub const LIMITS: Limits = Limits {
+    bytes: 4 << 20,
+    set_operations: 256,
+    operators: 8192,
+    nesting: 64,
+    expression_depth: 512,
+    query_depth: 64,
+    ctes: 128,
+    join_width: 64,
+    tables: 1024,
+};
 
 /// The async runtime sessions run on. Its threads get 32 MiB stacks (tokio's default
 /// is 2 MiB): a statement within [`LIMITS`] can need more than 2 MiB to plan in a debug
 /// build, and the stack is address space, committed only as it is used.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(32 << 20).build()
+    tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(STACK_BYTES).build()
 }
+
+/// The stack every thread that plans SQL gets: the runtime's, and the command line's
+/// own thread, since `block_on` runs its future on the calling thread.
+pub const STACK_BYTES: usize = 32 << 20;
 
 /// Refuses a statement beyond [`LIMITS`], naming the limit.
 fn check_size(tokens: &[TokenWithSpan]) -> Result<()> {
@@ -82,21 +162,31 @@ fn check_size(tokens: &[TokenWithSpan]) -> Result<()> {
         match token {
             Token::Word(w) if w.quote_style.is_none() => match w.keyword {
                 Keyword::UNION | Keyword::EXCEPT | Keyword::INTERSECT => set_operations += 1,
-                Keyword::AND | Keyword::OR => operators += 1,
+                k if OPERATOR_KEYWORDS.contains(&k) => operators += 1,
                 _ => {}
             },
-            Token::Plus
-            | Token::Minus
-            | Token::Mul
-            | Token::Div
-            | Token::Mod
-            | Token::StringConcat
-            | Token::Eq
-            | Token::Neq
-            | Token::Lt
-            | Token::Gt
-            | Token::LtEq
-            | Token::GtEq => operators += 1,
+            // Names, literals and list punctuation make lists, not depth; every other
+            // symbol (`+`, `||`, `|`, `<<`, `::`, `[`, `->`, `@>`, ...) can join or wrap
+            // an expression.
+            Token::Word(_)
+            | Token::Number(..)
+            | Token::Char(_)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::NationalStringLiteral(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::UnicodeStringLiteral(_)
+            | Token::DollarQuotedString(_)
+            | Token::SingleQuotedByteStringLiteral(_)
+            | Token::DoubleQuotedByteStringLiteral(_)
+            | Token::Placeholder(_)
+            | Token::RBracket
+            | Token::RBrace
+            | Token::Comma
+            | Token::Period
+            | Token::Whitespace(_)
+            | Token::EOF => {}
             Token::LParen => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -106,7 +196,7 @@ fn check_size(tokens: &[TokenWithSpan]) -> Result<()> {
                 // Limits are per statement.
                 (set_operations, operators) = (0, 0);
             }
-            _ => {}
+            _ => operators += 1,
         }
         if set_operations > LIMITS.set_operations {
             return refuse(format!(
@@ -118,7 +208,7 @@ fn check_size(tokens: &[TokenWithSpan]) -> Result<()> {
         if operators > LIMITS.operators {
             return refuse(format!(
                 "more than {} operators in one statement (an expression this long is deeper than the planner can \
-                 walk; use IN (...) lists or aggregate functions instead)",
+                 walk; use IN (...) lists, CASE or aggregate functions instead)",
                 LIMITS.operators
             ));
         }
@@ -127,6 +217,177 @@ fn check_size(tokens: &[TokenWithSpan]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Keywords that join or wrap expressions (the symbols are told apart by kind).
+const OPERATOR_KEYWORDS: &[Keyword] = &[
+    Keyword::AND,
+    Keyword::OR,
+    Keyword::NOT,
+    Keyword::XOR,
+    Keyword::IS,
+    Keyword::IN,
+    Keyword::LIKE,
+    Keyword::ILIKE,
+    Keyword::SIMILAR,
+    Keyword::REGEXP,
+    Keyword::RLIKE,
+    Keyword::BETWEEN,
+    Keyword::COLLATE,
+    Keyword::AT,
+    Keyword::DIV,
+    Keyword::OVERLAPS,
+    Keyword::ESCAPE,
+    Keyword::CASE,
+    Keyword::CAST,
+    Keyword::TRY_CAST,
+    Keyword::EXISTS,
+    Keyword::INTERVAL,
+];
+
+/// Refuses a parsed statement beyond the tree limits of [`LIMITS`]. The walk stops at
+/// the first limit passed, so it never goes deeper than the limits themselves.
+pub fn check_tree(statement: &DFStatement) -> Result<()> {
+    let mut shape = Shape::default();
+    if let ControlFlow::Break(refusal) = visit_statement(statement, &mut shape) {
+        return refuse(refusal);
+    }
+    let mut tables = ExpandedTables::default();
+    match visit_statement(statement, &mut tables) {
+        ControlFlow::Break(refusal) => refuse(refusal),
+        ControlFlow::Continue(()) if tables.read.saturating_sub(tables.declared) > LIMITS.tables => {
+            refuse(tables_refusal())
+        }
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// Walks a DataFusion statement: its SQL statement, or the query inside its own forms.
+fn visit_statement<V: Visitor<Break = String>>(statement: &DFStatement, visitor: &mut V) -> ControlFlow<String> {
+    match statement {
+        DFStatement::Statement(inner) => inner.visit(visitor),
+        DFStatement::Explain(explain) => visit_statement(&explain.statement, visitor),
+        DFStatement::CopyTo(copy) => match &copy.source {
+            CopyToSource::Query(query) => query.visit(visitor),
+            CopyToSource::Relation(_) => ControlFlow::Continue(()),
+        },
+        DFStatement::CreateExternalTable(_) | DFStatement::Reset(_) => ControlFlow::Continue(()),
+    }
+}
+
+/// Depths and counts of one statement, as the walk goes.
+#[derive(Default)]
+struct Shape {
+    expression_depth: usize,
+    query_depth: usize,
+    ctes: usize,
+}
+
+impl Visitor for Shape {
+    type Break = String;
+
+    fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<String> {
+        self.expression_depth += 1;
+        if self.expression_depth > LIMITS.expression_depth {
+            return ControlFlow::Break(format!(
+                "an expression nested more than {} deep (a long chain of operators nests one level per \
+                 operator; use IN (...) lists, CASE or aggregate functions instead)",
+                LIMITS.expression_depth
+            ));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<String> {
+        self.expression_depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<String> {
+        self.query_depth += 1;
+        if self.query_depth > LIMITS.query_depth {
+            return ControlFlow::Break(format!("queries nested more than {} deep", LIMITS.query_depth));
+        }
+        self.ctes += query.with.as_ref().map_or(0, |with| with.cte_tables.len());
+        if self.ctes > LIMITS.ctes {
+            return ControlFlow::Break(format!(
+                "more than {} CTEs in one statement (write intermediate results to a table with `export`)",
+                LIMITS.ctes
+            ));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &Query) -> ControlFlow<String> {
+        self.query_depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &Select) -> ControlFlow<String> {
+        let width: usize = select.from.iter().map(|from| 1 + from.joins.len()).sum();
+        if width > LIMITS.join_width {
+            return ControlFlow::Break(format!("more than {} tables joined in one FROM clause", LIMITS.join_width));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn tables_refusal() -> String {
+    format!(
+        "the statement reads more than {} tables once its CTEs are expanded where they are used (a CTE \
+         read twice is planned twice)",
+        LIMITS.tables
+    )
+}
+
+/// The tables a statement reads with every CTE expanded where it is used: a CTE counts
+/// what its body reads each time its name is read. (The planner shares a CTE's plan
+/// between its uses; the optimiser's rewrites copy it into each.) Run after [`Shape`],
+/// so the tree it walks is within the depth limits.
+#[derive(Default)]
+struct ExpandedTables {
+    /// What each CTE declared so far reads, by (folded) name.
+    ctes: HashMap<String, usize>,
+    /// Every table name the walk met, weighted; CTE bodies included.
+    read: usize,
+    /// What the walk counts in CTE bodies, which are read where they are used instead.
+    declared: usize,
+}
+
+impl ExpandedTables {
+    fn weight(&self, name: &ObjectName) -> usize {
+        let last = name.0.last().and_then(|part| part.as_ident()).map(|ident| match ident.quote_style {
+            Some(_) => ident.value.clone(),
+            None => ident.value.to_lowercase(),
+        });
+        last.and_then(|name| self.ctes.get(&name).copied()).unwrap_or(1)
+    }
+}
+
+impl Visitor for ExpandedTables {
+    type Break = String;
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<String> {
+        for cte in query.with.iter().flat_map(|with| &with.cte_tables) {
+            let mut body = ExpandedTables { ctes: self.ctes.clone(), read: 0, declared: 0 };
+            cte.query.visit(&mut body)?;
+            if body.read.saturating_sub(body.declared) > LIMITS.tables {
+                return ControlFlow::Break(tables_refusal());
+            }
+            self.declared = self.declared.saturating_add(body.read);
+            let name = match cte.alias.name.quote_style {
+                Some(_) => cte.alias.name.value.clone(),
+                None => cte.alias.name.value.to_lowercase(),
+            };
+            self.ctes.insert(name, body.read.max(1));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, relation: &ObjectName) -> ControlFlow<String> {
+        self.read = self.read.saturating_add(self.weight(relation));
+        ControlFlow::Continue(())
+    }
 }
 
 /// The statement as DataFusion should read it: every bare column name of

@@ -154,7 +154,7 @@ pub type PackageRead = std::result::Result<RawPackage, epistore_package::Error>;
 /// (an importer's), which the store does not parse a second time.
 pub enum Arrival {
     Raw(RawPackage),
-    Built(BuiltPackage),
+    Built(Box<BuiltPackage>),
 }
 
 impl From<RawPackage> for Arrival {
@@ -165,7 +165,7 @@ impl From<RawPackage> for Arrival {
 
 impl From<BuiltPackage> for Arrival {
     fn from(built: BuiltPackage) -> Self {
-        Arrival::Built(built)
+        Arrival::Built(Box::new(built))
     }
 }
 
@@ -176,7 +176,10 @@ enum Item {
 
 fn prepare(arrival: Arrival, packer: &Packer) -> Item {
     let (raw, episode) = match arrival {
-        Arrival::Built(BuiltPackage { raw, episode }) => (raw, episode),
+        Arrival::Built(built) => {
+            let BuiltPackage { raw, episode } = *built;
+            (raw, episode)
+        }
         Arrival::Raw(raw) => match parse_package(&raw) {
             Ok(e) => (raw, e),
             Err(problem) => return Item::Rejected { name: raw.name, id: Some(raw.id), reason: problem.to_string() },
