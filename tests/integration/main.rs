@@ -22,6 +22,7 @@ mod pushdown;
 mod python;
 mod rejections;
 mod scale_out;
+mod secrets;
 mod slt;
 mod sql_limits;
 mod viewer;

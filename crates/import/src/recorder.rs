@@ -508,7 +508,9 @@ impl Recorder {
         bytes: Vec<u8>,
         shared: bool,
     ) -> Result<(), Refusal> {
-        let path = format!("artifacts/source/{}", safe_name(artifact));
+        // A secret in a file name never becomes a package path (the name itself is in
+        // the provenance, which the secret scan covers).
+        let path = format!("artifacts/source/{}", safe_name(&secrets::redact_str(artifact).0));
         self.file(path.clone(), bytes).map_err(|p| Refusal::new(name, None, p.message))?;
         self.sources.push(SourceFile {
             name: name.to_string(),
@@ -1080,8 +1082,9 @@ impl Recorder {
         if self.final_message.is_none() {
             self.final_message = self.last_agent.take();
         }
-        let secrets = self.secrets(options.redact);
+        let mut secrets = self.secrets(options.redact);
         let manifest = self.manifest(model, options);
+        let manifest = scrub_manifest(manifest, options.redact, &mut secrets);
         self.builder.manifest(manifest);
 
         // The label needs the posture, which the store derives from the traces: derive
@@ -1090,6 +1093,8 @@ impl Recorder {
         self.builder.outcome(json!({"label": null}));
         let derived = self.builder.derive().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         let outcome = self.outcome(&derived.posture);
+        // The final message was counted (and replaced) with the records.
+        let outcome = scrub(outcome, &["final_message"], options.redact, &mut secrets, "the outcome");
         self.builder.outcome(outcome);
         let package = self.builder.finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         Ok((package, secrets))
@@ -1325,6 +1330,65 @@ impl Recorder {
             o["cost"] = Value::Object(cost);
         }
         o
+    }
+}
+
+/// The manifest with the secrets in its own strings counted and, with `redact`,
+/// replaced: what the importer derived from the log rather than copied from a record
+/// (the task and cluster, which a git remote or a path can name; the episode and
+/// source file names; versions). The prompt and notes were counted with the records.
+fn scrub_manifest(manifest: Value, redact: bool, counts: &mut SecretCounts) -> Value {
+    scrub(manifest, &["prompt", "notes"], redact, counts, "the manifest")
+}
+
+/// `doc` with the secrets in its strings (outside the `skip` keys, at any depth)
+/// counted into `counts` and, with `redact`, replaced, saying so in the manifest's
+/// notes when `doc` has them.
+fn scrub(doc: Value, skip: &[&str], redact: bool, counts: &mut SecretCounts, what: &str) -> Value {
+    let mut found = SecretCounts::new();
+    let mut view = doc.clone();
+    strip_keys(&mut view, skip);
+    if redact_value(&view, &mut found).is_none() {
+        return doc;
+    }
+    secrets::add_counts(counts, &found);
+    if !redact {
+        return doc;
+    }
+    let mut doc = doc;
+    scrub_in_place(&mut doc, skip);
+    let n: usize = found.iter().map(|(_, n)| n).sum();
+    let names: Vec<&str> = found.iter().map(|(p, _)| *p).collect();
+    if let Some(Value::Array(notes)) = doc.pointer_mut("/provenance/notes") {
+        notes.push(json!(format!("redacted {n} secrets (patterns: {}) in {what}", names.join(", "))));
+    }
+    doc
+}
+
+fn strip_keys(value: &mut Value, skip: &[&str]) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|k, _| !skip.contains(&k.as_str()));
+            map.values_mut().for_each(|v| strip_keys(v, skip));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| strip_keys(v, skip)),
+        _ => {}
+    }
+}
+
+fn scrub_in_place(value: &mut Value, skip: &[&str]) {
+    match value {
+        Value::String(s) => {
+            let (redacted, n) = secrets::redact_str(s);
+            if n > 0 {
+                *s = redacted;
+            }
+        }
+        Value::Object(map) => {
+            map.iter_mut().filter(|(k, _)| !skip.contains(&k.as_str())).for_each(|(_, v)| scrub_in_place(v, skip))
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| scrub_in_place(v, skip)),
+        _ => {}
     }
 }
 

@@ -45,6 +45,9 @@ enum Check {
     Distinct,
     /// A private key block with a body (at least 64 base64 characters after the header).
     KeyBody,
+    /// A URL's password: anything but a placeholder (`${DB_PASSWORD}`, `<password>`,
+    /// `****`, `password`), since passwords need not look random.
+    Password,
 }
 
 struct Pattern {
@@ -65,7 +68,10 @@ const PATTERNS: &[Pattern] = &[
             r"(?-u)-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----",
             // The body: encryption headers, base64, whitespace, JSON's escaped line breaks
             // (taken whole, however often escaped); then the footer, when it is there.
-            r"(?:(?:Proc-Type|DEK-Info):[ A-Za-z0-9,-]*|[A-Za-z0-9+/=]|\s|\\+[nrt])*",
+            // A file read through an agent's tool has numbered lines (Claude Code's
+            // `Read`: `    12→`, written raw or as `\u2192`;
+            // `cat -n`: `    12\t`). First, so that the digits are not taken as base64.
+            r"(?:[0-9]+(?:\xE2\x86\x92|\\u2192|\t|\\t)|(?:Proc-Type|DEK-Info):[ A-Za-z0-9,-]*|[A-Za-z0-9+/=]|\s|\\+[nrt])*",
             r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
         ),
         left_bounded: false,
@@ -80,7 +86,8 @@ const PATTERNS: &[Pattern] = &[
     Pattern {
         name: "aws-secret-access-key",
         regex: concat!(
-            r#"(?-u)(?i)aws_?secret_?access_?key(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?"#,
+            // `KEY = value`, `"KEY": "value"`, and `aws configure set KEY value`.
+            r#"(?-u)(?i)aws_?secret_?access_?key(?:\\?["'])?(?:\s*[:=]\s*|[ \t]+)(?:\\?["'])?"#,
             r"([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
         ),
         left_bounded: false,
@@ -95,6 +102,12 @@ const PATTERNS: &[Pattern] = &[
     Pattern {
         name: "github-pat",
         regex: r"(?-u)(github_pat_[A-Za-z0-9_]{22,244})(?:[^A-Za-z0-9_]|$)",
+        left_bounded: true,
+        check: Check::Random,
+    },
+    Pattern {
+        name: "gitlab-token",
+        regex: r"(?-u)(gl(?:pat|dt|rt|ptt|ft|oas)-[A-Za-z0-9_-]{20,})(?:[^A-Za-z0-9_-]|$)",
         left_bounded: true,
         check: Check::Random,
     },
@@ -145,6 +158,17 @@ const PATTERNS: &[Pattern] = &[
         regex: r"(?-u)(eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})(?:[^A-Za-z0-9_.-]|$)",
         left_bounded: true,
         check: Check::Shape,
+    },
+    Pattern {
+        // The password of a URL: `postgres://user:PASSWORD@host`,
+        // `https://oauth2:TOKEN@gitlab.com/...` (a git remote, a database URL).
+        name: "url-password",
+        regex: concat!(
+            r"(?-u)[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/?#@:\x22'\\<>]{0,256}:",
+            r"([^\s/?#@\x22'\\<>]{1,256})@[A-Za-z0-9\[]",
+        ),
+        left_bounded: false,
+        check: Check::Password,
     },
     Pattern {
         name: "bearer-token",
@@ -299,6 +323,12 @@ fn passes(check: Check, span: &[u8]) -> bool {
             ];
             classes.iter().filter(|&&c| c).count() >= 2 && distinct(span) >= 10
         }
+        Check::Password => {
+            let lower = span.to_ascii_lowercase();
+            let named = [&b"password"[..], b"passwd", b"pass", b"pwd", b"secret", b"token"].contains(&lower.as_slice());
+            let variable = span.starts_with(b"$") || span.starts_with(b"%") || span.starts_with(b"{");
+            !(named || variable || span.iter().all(|&b| b == b'*' || b == b'x' || b == b'X') || placeholder(span))
+        }
         // Not [`placeholder`]: a key's DER body has runs of `A` (OpenSSH keys always do).
         Check::KeyBody => {
             // The body: what follows the header's closing dashes, up to any footer.
@@ -411,6 +441,50 @@ mod tests {
             "private-key",
             &openssh.replace("\r\n", "\\r\\n"),
         );
+    }
+
+    #[test]
+    fn the_red_teams_secrets() {
+        // A key read through Claude Code's `Read`: numbered lines, the arrow raw (tool
+        // output, messages) or escaped (the JSON of the source log).
+        let numbered: Vec<String> =
+            private_key("\n").lines().enumerate().map(|(i, l)| format!("{:>6}\u{2192}{l}", i + 1)).collect();
+        let read = numbered.join("\n");
+        let found_raw = found(&read);
+        assert_eq!(found_raw.len(), 1, "{found_raw:?}");
+        assert!(found_raw[0].1.contains("-----END RSA"), "{found_raw:?}");
+        let escaped = serde_json::to_string(&read).unwrap().replace('\u{2192}', "\\u2192");
+        let found_escaped = found(&escaped);
+        assert_eq!(found_escaped.len(), 1, "{found_escaped:?}");
+        assert!(found_escaped[0].1.contains("-----END RSA"), "{found_escaped:?}");
+        let (redacted, n) = redact_str(&read);
+        assert_eq!(n, 1);
+        assert!(!redacted.contains("MIIEow") && !redacted.contains("LxoS2t"), "{redacted}");
+        // Passwords in URLs: a database URL, a git remote with a token that has no
+        // pattern of its own.
+        one("DATABASE_URL=postgres://app:Tr0ub4dor&3@db.internal:5432/app", "url-password", "Tr0ub4dor&3");
+        one(
+            "git remote add origin https://oauth2:s3cr3tT0ken99@gitlab.com/acme/app.git",
+            "url-password",
+            "s3cr3tT0ken99",
+        );
+        one("mysql://root:hunter2@127.0.0.1/db", "url-password", "hunter2");
+        // ... but a token with a pattern is named by it.
+        one(&format!("https://x-access-token:{GHP}@github.com/acme/app"), "github-token", GHP);
+        for placeholder in [
+            "postgres://user:password@localhost/db",
+            "postgres://user:${DB_PASSWORD}@localhost/db",
+            "https://user:****@example.org",
+            "https://host:8080/path@x",
+            "see http://example.org/a:b@c",
+            "git@github.com:acme/app.git",
+        ] {
+            assert_eq!(found(placeholder), vec![], "{placeholder}");
+        }
+        // `aws configure set` takes the key after a space.
+        one(&format!("aws configure set aws_secret_access_key {AWS_SECRET}"), "aws-secret-access-key", AWS_SECRET);
+        let glpat = concat!("glpat", "-x9Kq2vBz7RtWm4Np8Ls3");
+        one(&format!("GITLAB_TOKEN={glpat} glab mr list"), "gitlab-token", glpat);
     }
 
     #[test]
@@ -535,7 +609,7 @@ mod tests {
         let names: Vec<&str> = pattern_names().collect();
         let mut unique = names.clone();
         unique.dedup();
-        assert_eq!(names.len(), 14);
+        assert_eq!(names.len(), 16);
         assert_eq!(unique, names);
         for name in names {
             assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{name}: no quote or backslash");

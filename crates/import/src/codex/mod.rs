@@ -308,10 +308,23 @@ pub(super) fn tool_written(text: &str) -> bool {
 /// The repository a run worked on: the git remote, else the working directory's name.
 pub(super) fn cluster_of(remote: Option<&str>, cwd: Option<&str>) -> Option<String> {
     if let Some(r) = remote.filter(|r| !r.trim().is_empty()) {
-        return Some(r.trim().to_string());
+        return Some(without_credentials(r.trim()));
     }
     let cwd = cwd?.trim_end_matches('/');
     cwd.rsplit('/').next().filter(|c| !c.is_empty()).map(str::to_string)
+}
+
+/// A remote URL without its `user:password@` (`https://oauth2:TOKEN@gitlab.com/a/b`
+/// is the repository `https://gitlab.com/a/b`): credentials name no repository, and a
+/// cluster is shown and exported everywhere. `git@host:path` remotes have no password
+/// and stay as they are.
+fn without_credentials(remote: &str) -> String {
+    let Some((scheme, rest)) = remote.split_once("://") else { return remote.to_string() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => remote.to_string(),
+    }
 }
 
 /// Call ids seen once, so a call shown by two event kinds is recorded once.

@@ -238,3 +238,15 @@ fn truncated_or_malformed_copies_are_refused_at_their_line() {
 
 mod content;
 mod handmade;
+
+#[test]
+fn a_remote_names_its_cluster_without_credentials() {
+    use super::cluster_of;
+    let cluster = |r: &str| cluster_of(Some(r), Some("/work/app")).unwrap();
+    assert_eq!(cluster("https://oauth2:tok3n@gitlab.com/acme/app.git"), "https://gitlab.com/acme/app.git");
+    assert_eq!(cluster("https://user@github.com/acme/app"), "https://github.com/acme/app");
+    assert_eq!(cluster("ssh://git:pw@host:2222/a.git?x=1"), "ssh://host:2222/a.git?x=1");
+    // No credentials: as written, including an `@` after the host.
+    assert_eq!(cluster("git@github.com:acme/app.git"), "git@github.com:acme/app.git");
+    assert_eq!(cluster("https://github.com/acme/app@v2"), "https://github.com/acme/app@v2");
+}
