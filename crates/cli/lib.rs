@@ -358,6 +358,11 @@ pub(crate) struct UiArgs {
     /// Requests answered at once (the others wait).
     #[arg(long, default_value_t = 8)]
     max_concurrent: usize,
+    /// A host name the pages may be asked for by, besides the bound address and
+    /// `localhost` (without a token, any other `Host` is refused: a page whose domain
+    /// re-resolves to this machine must not read the store). Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
 }
 
 // `epistore show` (`--format html`: publish.rs).

@@ -150,6 +150,7 @@ pub fn ui(store_dir: &Path, args: &UiArgs) -> Result<ExitCode> {
         addr: args.addr,
         token: args.token.clone().filter(|t| !t.is_empty()),
         max_concurrent: args.max_concurrent,
+        allowed_hosts: args.allow_host.clone(),
     };
     // Refuse before touching the store: the refusal is about the command line.
     epistore_server::check_exposure(args.addr, settings.token.as_deref())?;

@@ -288,8 +288,13 @@ impl Ui {
 /// One raw HTTP/1.1 request (the target sent exactly as given, not normalised by a
 /// client library): status and body.
 fn http(addr: &str, method: &str, target: &str, headers: &[&str]) -> (u16, String) {
+    http_to(addr, addr, method, target, headers)
+}
+
+/// [`http`] with the `Host` header given.
+fn http_to(addr: &str, host: &str, method: &str, target: &str, headers: &[&str]) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
-    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for h in headers {
         head.push_str(h);
         head.push_str("\r\n");
@@ -383,6 +388,65 @@ fn ui_serves_pages_read_only() {
         .collect();
     let statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+}
+
+/// Without a token, only requests naming this server are answered: a page on another
+/// domain that re-resolves to 127.0.0.1 (DNS rebinding) sends its own `Host`.
+#[test]
+fn ui_answers_only_its_own_host_names_without_a_token() {
+    let (store, _) = dataset_store();
+    let ui = Ui::start(&store, &["--allow-host", "board.lan"]);
+    let port = ui.addr.rsplit(':').next().unwrap().to_string();
+    for host in [ui.addr.clone(), format!("localhost:{port}"), "board.lan".into(), format!("[::1]:{port}")] {
+        assert_eq!(http_to(&ui.addr, &host, "GET", "/", &[]).0, 200, "{host}");
+    }
+    for host in [format!("rebind.attacker.example:{port}"), "127.0.0.1.nip.io".into(), "board.lan.evil".into()] {
+        let (status, body) = http_to(&ui.addr, &host, "GET", "/", &[]);
+        assert_eq!(status, 421, "{host}: {body}");
+        assert!(!body.contains("\"kind\":\"index\""), "{host}: the page was served");
+    }
+    // A token decides on its own: any name, with the token.
+    let ui = Ui::start(&store, &["--token", "s3cret"]);
+    assert_eq!(http_to(&ui.addr, "epistore.example", "GET", "/", &["Authorization: Bearer s3cret"]).0, 200);
+}
+
+/// Slow clients (a header line every few seconds, or nothing) hold a connection for
+/// the header timeout at most, and no more connections than the cap: the server keeps
+/// its descriptors and answers once they are gone.
+#[test]
+fn slow_clients_are_cut_off_and_cannot_lock_others_out() {
+    let (store, _) = dataset_store();
+    let mut ui = Ui::start(&store, &[]);
+    // More than the cap (512), each having sent half a request head.
+    let slow: Vec<TcpStream> = (0..530)
+        .filter_map(|_| {
+            let mut s = TcpStream::connect(&ui.addr).ok()?;
+            s.write_all(b"GET / HTTP/1.1\r\nX-Slow: 1\r\n").ok()?;
+            Some(s)
+        })
+        .collect();
+    assert!(slow.len() >= 513, "{} connections", slow.len());
+    // Past the header timeout (10 s) every slow connection has been closed ...
+    std::thread::sleep(std::time::Duration::from_secs(12));
+    let open = slow.iter().filter(|s| still_open(s)).count();
+    assert_eq!(open, 0, "{open} slow connections still open past the header timeout");
+    // ... and a client is answered.
+    assert_eq!(ui.get("/").0, 200);
+    assert!(ui.child.try_wait().unwrap().is_none(), "the server exited");
+}
+
+/// Whether the server still holds `stream` open: reads time out rather than end
+/// (whatever it sent first, such as a 408, is read past).
+fn still_open(mut stream: &TcpStream) -> bool {
+    stream.set_read_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return false,
+            Ok(_) => continue,
+            Err(e) => return matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        }
+    }
 }
 
 /// Beyond loopback only with a token; with one, every request must carry it.

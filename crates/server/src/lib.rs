@@ -26,6 +26,7 @@
 //! one, so the only SQL a DoGet runs is SQL this server planned and checked.
 
 mod catalog;
+pub mod connections;
 mod prepared;
 pub mod ui;
 
@@ -725,9 +726,14 @@ pub async fn serve(
     // Build the first session now, so a broken store fails at start, not at first query.
     service.engine().await.map_err(|s| epistore_sql::Error::Usage(s.message().to_string()))?;
     ready(local);
+    let incoming = connections::Acceptor::new(listener, connections::MAX_CONNECTIONS).into_stream();
     tonic::transport::Server::builder()
+        // A connection that answers no keep-alive ping is closed; one with no request
+        // still holds a slot, so the slots stay below the descriptor limit.
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)))
         .add_service(FlightServiceServer::new(service))
-        .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
     Ok(())
 }

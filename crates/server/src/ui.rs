@@ -33,7 +33,7 @@ use epistore_view::{encode, episode_doc, index_doc, list_doc, list_rows, message
 use serde_json::{json, Value};
 use tokio::sync::{Mutex, Semaphore};
 
-use crate::{same_secret, Error, Result};
+use crate::{same_secret, Result};
 
 /// Settings of the viewer's server.
 #[derive(Clone, Debug)]
@@ -42,6 +42,9 @@ pub struct UiSettings {
     pub token: Option<String>,
     /// Requests rendered at once; the others wait.
     pub max_concurrent: usize,
+    /// Host names accepted besides the bound address and the loopback names, when
+    /// there is no token (see [`host_allowed`]).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Cells listed on the index page, at most.
@@ -464,6 +467,7 @@ pub async fn serve_ui(
     });
     // The first session now, so a broken store fails at start, not at the first page.
     ui.engine().await.map_err(|f| epistore_sql::Error::Usage(f.1))?;
+    let acceptor = crate::connections::Acceptor::new(listener, crate::connections::MAX_CONNECTIONS);
     let app = Router::new()
         .route("/", get(index))
         .route("/leaderboards/{metric}", get(leaderboard))
@@ -475,11 +479,62 @@ pub async fn serve_ui(
         .layer(middleware::from_fn_with_state(ui.clone(), bounded))
         .layer(middleware::from_fn_with_state(ui.clone(), authorise))
         .layer(middleware::from_fn(read_only))
+        .layer(middleware::from_fn_with_state((ui.clone(), local), allowed_host))
         .with_state(ui);
     ready(local);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|source| Error::Bind { addr: local, source })?;
-    Ok(())
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let connection = tokio::select! {
+            connection = acceptor.accept() => connection,
+            () = &mut shutdown => return Ok(()),
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let (stream, slot) = connection.into_parts();
+            // A client that has not sent its request head within the timeout (slowly,
+            // a line at a time, or not at all) is closed.
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(crate::connections::HEADER_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            drop(slot);
+        });
+    }
+}
+
+/// Without a token, a request must name this server by its bound address, a loopback
+/// name or a name given with `--allow-host`: a page whose domain re-resolves to
+/// 127.0.0.1 (DNS rebinding) sends its own name and is refused. With a token, the
+/// token decides.
+async fn allowed_host(State((ui, local)): State<(Arc<Ui>, SocketAddr)>, request: Request, next: Next) -> Response {
+    if ui.settings.token.is_none() {
+        let host = request.headers().get(header::HOST).map(|h| h.to_str().unwrap_or("\u{0}"));
+        if let Some(host) = host.filter(|h| !host_allowed(h, local, &ui.settings.allowed_hosts)) {
+            return Failure(
+                StatusCode::MISDIRECTED_REQUEST,
+                format!(
+                    "this server answers to {local}, localhost and the names given with --allow-host, not {:?}",
+                    host.chars().take(100).collect::<String>()
+                ),
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Whether a `Host` header names this server: its name (any port) is a loopback name,
+/// the bound IP address, or one of `allowed`.
+pub fn host_allowed(host: &str, local: SocketAddr, allowed: &[String]) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    }
+    .to_ascii_lowercase();
+    let name = name.trim_end_matches('.');
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip == local.ip())
+        || allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
 }
