@@ -92,8 +92,13 @@ try {
   if (mode !== "navigate" && mode !== "timing" && result.kind !== mode) fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected ${JSON.stringify(mode)}`);
   if (mode === "timing" && result.kind !== "episode") fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected "episode"`);
 
-  // text that should never leak from a template
+  // no page is wider than the window (a long word in the data wraps), and no
+  // bidirectional control reaches the text drawn (each shows as a marker)
+  const docWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  if (docWidth > 1280 + 2) fail(`the page is ${docWidth} px wide in a 1280 px window`);
   const bodyText = await page.evaluate(() => document.body.innerText);
+  if (/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/.test(bodyText)) fail("a bidirectional control character is drawn");
+  // text that should never leak from a template
   for (const bad of ["undefined", "NaN", "[object Object]", "EPISTORE_PAGE_"]) {
     if (bodyText.includes(bad)) fail(`page text contains ${JSON.stringify(bad)}`);
   }

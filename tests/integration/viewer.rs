@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::util::{dataset, repo_root, text, TestStore};
+use crate::util::{dataset, minimal_package, repo_root, text, write_package, TestStore};
 
 /// The JSON a page embeds (`const DATA = ...;`).
 fn page_data(html: &str) -> Value {
@@ -132,6 +132,33 @@ fn episode_page_data_on_the_bundled_dataset() {
     // the other levels of the same task, none in the same cell
     assert_eq!(data["attempts"], json!([]));
     assert_eq!(data["same_task"].as_array().unwrap().len(), 3);
+}
+
+/// Hostile text in the data: a 200,000-character word in the outcome's notes wraps
+/// instead of widening the page, and a model named with a right-to-left override is
+/// drawn with its controls marked (check_page fails on either), on the episode page and
+/// the board.
+#[test]
+#[cfg_attr(not(epistore_browser), ignore = "needs Chromium and playwright-core (.ci/run installs them)")]
+fn long_words_wrap_and_bidi_controls_are_marked_in_chromium() {
+    let store = TestStore::new();
+    let mut files = minimal_package("hostile");
+    let manifest = json!({
+        "format": "episode-package/1", "episode": "hostile",
+        "model": {"name": "claude-\u{202E}evil\u{202C}"}, "harness": {"level": "H1"}, "task": {"id": "t1"},
+    });
+    files.insert("manifest.json".into(), manifest.to_string().into_bytes());
+    let outcome = json!({"label": "failed", "correct": false, "notes": "x".repeat(200_000)});
+    files.insert("outcome.json".into(), outcome.to_string().into_bytes());
+    let dir = store.dir.path().join("pkg");
+    write_package(&dir, &files);
+    assert!(store.ingest(&[&dir]).status.success());
+    let id = store.sql("SELECT episode_id FROM episodes")[0]["episode_id"].as_str().unwrap().to_string();
+    let (path, _) = show_html(&store, &id);
+    let summary = check_page("episode", &file_url(&path), "hostile-episode-screenshot.png");
+    assert_eq!(summary["kind"], "episode");
+    let (site, _) = publish(&store, &[]);
+    check_page("navigate", &file_url(&site.join("index.html")), "hostile-board-screenshot.png");
 }
 
 /// The same page in headless Chromium: bands, stale and current checks, the posture
