@@ -242,7 +242,7 @@ pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
     };
     let (mut summary, seconds) = run(store.as_ref(), &args)?;
     for warning in &summary.warnings {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}", epistore_sql::printable(warning));
     }
     print_summary(&mut summary, args.format, seconds)?;
     Ok(if summary.refusals.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -450,11 +450,13 @@ fn print_summary(summary: &mut Summary, format: OutputFormat, seconds: f64) -> R
             println!("{}", serde_json::to_string_pretty(&value)?);
         }
         _ => {
+            // File names and what logs said reach the terminal escaped.
+            let shown = |text: String| epistore_sql::printable(&text);
             for (_, r) in &summary.refusals {
-                eprintln!("refused: {r}");
+                eprintln!("refused: {}", shown(r.to_string()));
             }
             for (_, file, why) in &summary.covered {
-                eprintln!("covered: {file}: {why}");
+                eprintln!("covered: {}: {}", shown(file.to_string()), shown(why.to_string()));
             }
             if summary.runs_with_secrets > 0 && summary.redacted {
                 let kinds: Vec<String> = summary.secrets.iter().map(|(p, n)| format!("{p} {n}")).collect();
@@ -473,7 +475,10 @@ fn print_summary(summary: &mut Summary, format: OutputFormat, seconds: f64) -> R
                 );
             }
             for id in &summary.unmatched_reports {
-                eprintln!("report: instance {id} matches no run of this call (nothing imported for it)");
+                eprintln!(
+                    "report: instance {} matches no run of this call (nothing imported for it)",
+                    shown(id.to_string())
+                );
             }
             let table: Vec<Vec<Value>> = rows
                 .iter()

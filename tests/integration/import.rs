@@ -310,3 +310,47 @@ fn secrets_in_a_log_are_reported_and_redact_replaces_them() {
     // The redacted package is still a valid package.
     assert!(store.ingest(&[&redacted]).status.success());
 }
+
+/// A file name with a terminal escape sequence reaches the terminal escaped in what
+/// `import` prints (here its refusal), not as the sequence.
+#[test]
+fn file_names_are_printed_escaped() {
+    let store = TestStore::new();
+    let dir = store.dir.path().join("logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = dir.join("s\u{1b}]0;owned\u{7}.jsonl");
+    std::fs::write(
+        &name,
+        "{\"type\":\"user\",\"sessionId\":\"abc\",\"uuid\":\"u1\",\"timestamp\":\"2026-01-01T00:00:00Z\",\
+         \"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{broken\n",
+    )
+    .unwrap();
+    let out = store.run(&["import", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("refused: ") && stderr.contains("s\\x1b]0;owned\\x07.jsonl"), "{stderr}");
+    assert!(!out.stderr.contains(&0x1b) && !out.stderr.contains(&0x07), "{stderr}");
+}
+
+/// A pipe, a device or a symbolic link loop given to `import` is refused for what it
+/// is, not as a missing file, and nothing blocks on reading it.
+#[test]
+fn paths_that_are_no_files_are_refused_for_what_they_are() {
+    let store = TestStore::new();
+    let dir = store.dir.path().join("odd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("pipe.jsonl");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::os::unix::fs::symlink(dir.join("b"), dir.join("a")).unwrap();
+    std::os::unix::fs::symlink(dir.join("a"), dir.join("b")).unwrap();
+    for (path, said) in [
+        (fifo.clone(), "a named pipe (FIFO)"),
+        (dir.join("a"), "symbolic links"),
+        (PathBuf::from("/dev/zero"), "a device"),
+        (dir.join("missing.jsonl"), "no such file or directory"),
+    ] {
+        let out = store.run(&["import", "--quiet", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}: {}", path.display(), text(&out.stderr));
+        assert!(text(&out.stderr).contains(said), "{}: {}", path.display(), text(&out.stderr));
+    }
+}

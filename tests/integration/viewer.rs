@@ -355,6 +355,10 @@ fn ui_serves_pages_read_only() {
     assert_eq!(index["kind"], "index");
     assert_eq!(index["cells"].as_array().unwrap().len(), 4);
     assert_eq!(index["store"]["episodes"], 4);
+    // The store's folder by name, not the machine's path to it.
+    let folder = store.path().file_name().unwrap().to_str().unwrap().to_string();
+    assert_eq!(index["store"]["dir"], json!(folder));
+    assert!(!body.contains(store.dir.path().to_str().unwrap()), "the page shows the store's path");
 
     let (status, body) = ui.get(&format!("/episodes/{id}"));
     assert_eq!(status, 200);

@@ -271,6 +271,38 @@ pub struct Run {
     pub secrets: Vec<(&'static str, usize)>,
 }
 
+/// Why a path given to `import` is neither a file nor a folder to read, in the words
+/// of what it is (a missing path, a symbolic link loop, a pipe, a device).
+fn not_readable(path: &Path) -> String {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::symlink_metadata(path) {
+            Ok(_) => "a symbolic link to nothing (its target does not exist)".to_string(),
+            Err(_) => "no such file or directory".to_string(),
+        },
+        Err(e) => format!("cannot be read: {e}"),
+        Ok(m) => format!("{}, not a file or folder: import reads log files and folders of them", kind(&m.file_type())),
+    }
+}
+
+#[cfg(unix)]
+fn kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(not(unix))]
+fn kind(_: &std::fs::FileType) -> &'static str {
+    "not a regular file"
+}
+
 /// Phase 1: walk the paths, detect formats, group files into units.
 pub fn plan(paths: &[PathBuf], options: &Options) -> Plan {
     let mut plan = Plan::default();
@@ -287,7 +319,7 @@ pub fn plan(paths: &[PathBuf], options: &Options) -> Plan {
             let format = options.format.or_else(|| detect(path));
             found.push((path.clone(), format, true));
         } else {
-            plan.refused.push((None, Refusal::new(path.display().to_string(), None, "no such file or directory")));
+            plan.refused.push((None, Refusal::new(path.display().to_string(), None, not_readable(path))));
         }
     }
     let mut by_format: HashMap<Format, Vec<Arc<Input>>> = HashMap::new();

@@ -260,7 +260,8 @@ async fn index(State(ui): State<Arc<Ui>>) -> Answer {
         "cells": cells.len(),
         "cells_truncated": truncated,
         "snapshot": ui.engine().await?.snapshot_seq,
-        "dir": ui.store.dir().display().to_string(),
+        // The folder's name only: a page may be shared, the machine's paths are not.
+        "dir": ui.store.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
     });
     Ok(page(StatusCode::OK, &index_doc(store, json!({"columns": columns, "rows": rows}), cells, boards)))
 }
