@@ -354,3 +354,39 @@ fn paths_that_are_no_files_are_refused_for_what_they_are() {
         assert!(text(&out.stderr).contains(said), "{}: {}", path.display(), text(&out.stderr));
     }
 }
+
+/// `import` reads JSON as `ingest` does: nested 200 deep (past serde_json's own 128) is
+/// imported, deeper than the package limit (1,024) is refused naming the file, and
+/// neither crashes.
+#[test]
+fn deeply_nested_json_is_read_as_ingest_reads_it() {
+    let session = |depth: usize| {
+        let nested = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let lines = [
+            format!(
+                r#"{{"type":"user","sessionId":"d{depth}","uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"/w","message":{{"role":"user","content":"go"}}}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","sessionId":"d{depth}","uuid":"a1","timestamp":"2026-01-01T00:00:01Z","cwd":"/w","message":{{"id":"m1","model":"claude-sonnet-4-5","role":"assistant","content":[{{"type":"tool_use","id":"t1","name":"Custom","input":{{"deep":{nested}}}}}]}}}}"#
+            ),
+        ];
+        lines.join("\n") + "\n"
+    };
+    let store = TestStore::new();
+    let dir = store.dir.path().join("projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = dir.join("deep-200.jsonl");
+    std::fs::write(&ok, session(200)).unwrap();
+    let out = store.run(&["import", "--quiet", ok.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(store.sql("SELECT count(*) AS n FROM episodes")[0]["n"], 1);
+    let too_deep = dir.join("deep-5000.jsonl");
+    std::fs::write(&too_deep, session(5_000)).unwrap();
+    let out = store.run(&["import", "--quiet", too_deep.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("deep-5000.jsonl") && text(&out.stderr).contains("nested deeper"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -414,7 +414,7 @@ pub fn detect_bytes(path: &Path, head: &[u8]) -> Option<Format> {
     }
     // JSON Lines: the first line that is a whole JSON object tells.
     let first_line = trimmed.lines().next().unwrap_or("");
-    if let Ok(serde_json::Value::Object(first)) = serde_json::from_str::<serde_json::Value>(first_line) {
+    if let Ok(serde_json::Value::Object(first)) = epistore_package::json_from_str::<serde_json::Value>(first_line) {
         let many_lines = trimmed.lines().nth(1).is_some_and(|l| l.trim_start().starts_with('{'));
         if many_lines || !trimmed.trim_end().ends_with('}') || name.ends_with(".jsonl") {
             if let Some(f) = detect_jsonl(&first, trimmed) {
@@ -468,7 +468,7 @@ fn codex_more(first: &serde_json::Map<String, serde_json::Value>, text: &str) ->
     let ty = first.get("type").and_then(|t| t.as_str()).unwrap_or("");
     let second_is_item = || {
         let second = text.lines().nth(1).unwrap_or("");
-        match serde_json::from_str::<serde_json::Value>(second) {
+        match epistore_package::json_from_str::<serde_json::Value>(second) {
             Ok(serde_json::Value::Object(v)) => {
                 v.contains_key("record_type")
                     || matches!(

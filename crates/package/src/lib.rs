@@ -24,7 +24,7 @@ pub use derive::{derive_state, Posture};
 pub use error::{Error, Problem, Result};
 pub use location::Location;
 pub use model::*;
-pub use parse::{output_text, parse_json_text, parse_package, OUTPUT_TEXT_CAP};
+pub use parse::{json_from_slice, json_from_str, output_text, parse_json_text, parse_package, OUTPUT_TEXT_CAP};
 pub use parse::{MANIFEST_FILE, MAX_JSON_DEPTH, OUTCOME_FILE};
 pub use source::{discover, read_source, read_source_within, Limits, PackageFile, RawPackage, Source};
 

@@ -125,7 +125,10 @@ pub const MAX_JSON_DEPTH: usize = 1024;
 /// The deepest nesting of `text` and the 1-based line where it first passes
 /// [`MAX_JSON_DEPTH`], if it does. Brackets inside strings do not count.
 fn too_deep(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
+    too_deep_bytes(text.as_bytes())
+}
+
+fn too_deep_bytes(bytes: &[u8]) -> Option<usize> {
     let (mut depth, mut line, mut at) = (0usize, 1usize, 0usize);
     while at < bytes.len() {
         match bytes[at] {
@@ -158,6 +161,28 @@ fn too_deep(text: &str) -> Option<usize> {
         at += 1;
     }
     None
+}
+
+/// Deserialises JSON as a package file is read: nested at most [`MAX_JSON_DEPTH`]
+/// deep, past the 128 levels plain `serde_json` stops at (so an importer takes what
+/// `ingest` takes); deeper is an error naming its line, found before any parsing, so
+/// no value too deep to drop is ever built.
+pub fn json_from_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    if let Some(line) = too_deep_bytes(bytes) {
+        return Err(serde::de::Error::custom(format!(
+            "JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit) at line {line}"
+        )));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let value = T::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+    de.end()?;
+    Ok(value)
+}
+
+/// [`json_from_slice`] of text.
+pub fn json_from_str<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Result<T> {
+    json_from_slice(text.as_bytes())
 }
 
 /// Parses JSON text as a package file is parsed: nested at most [`MAX_JSON_DEPTH`]

@@ -67,7 +67,7 @@ fn stream_line(obj: &Map<String, Value>) -> bool {
 }
 
 pub(super) fn object(input: &Input, line: usize, text: &str) -> Result<Map<String, Value>, Refusal> {
-    match serde_json::from_str::<Value>(text) {
+    match epistore_package::json_from_str::<Value>(text) {
         Ok(Value::Object(o)) => Ok(o),
         Ok(_) => Err(Refusal::at_line(input.display(), line, "expected a JSON object, found another JSON value")),
         Err(e) => Err(Refusal::at_line(

@@ -24,7 +24,8 @@ pub(super) enum Spec {
 /// A `function_call` (`name`, `arguments` as a JSON string): the tools record's
 /// `command` and what the call is.
 pub(super) fn function_call(name: &str, arguments: &str) -> (String, Spec) {
-    let args: Value = serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_string()));
+    let args: Value =
+        epistore_package::json_from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_string()));
     let compact = compact(&args);
     let spec = match name {
         "shell" | "container.exec" | "local_shell" | "shell_command" | "exec_command" => {
@@ -258,7 +259,7 @@ pub(super) struct Output {
 pub(super) fn output(v: &Value) -> Output {
     match v {
         Value::String(s) => {
-            if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(s) {
+            if let Ok(Value::Object(o)) = epistore_package::json_from_str::<Value>(s) {
                 if let Some(text) = o.get("output").and_then(Value::as_str) {
                     let meta = o.get("metadata");
                     return Output {

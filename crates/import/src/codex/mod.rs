@@ -130,7 +130,7 @@ fn sniff(input: &Input) -> Result<(Option<Shape>, Option<String>), Refusal> {
         if reader.read_line(&mut buf).map_err(|e| input.io(e))? == 0 {
             break;
         }
-        let Ok(Value::Object(v)) = serde_json::from_str::<Value>(buf.trim()) else {
+        let Ok(Value::Object(v)) = epistore_package::json_from_str::<Value>(buf.trim()) else {
             continue;
         };
         shape = shape.or_else(|| shape_of(&v));
@@ -228,7 +228,7 @@ fn parse_lines(input: &Input, text: &str) -> Result<Vec<Line>, Refusal> {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(line) {
+        match epistore_package::json_from_str::<Value>(line) {
             Ok(Value::Object(v)) => lines.push(Line { n: i + 1, v }),
             Ok(_) => return Err(Refusal::at_line(input.display(), i + 1, "expected a JSON object per line")),
             Err(e) => {

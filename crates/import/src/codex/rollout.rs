@@ -180,7 +180,7 @@ fn response(
                 None => String::new(),
             };
             let (command, spec) = calls::function_call(name, &args);
-            let arguments = serde_json::from_str(&args).unwrap_or(Value::String(args));
+            let arguments = epistore_package::json_from_str(&args).unwrap_or(Value::String(args));
             Pending::new(ts.map(str::to_string), name, command, spec).arguments(Some(arguments))
         }
         "local_shell_call" => {

@@ -113,6 +113,13 @@ pub(super) fn open(input: &Input) -> Result<Archive, Refusal> {
 /// The member names, in the archive's order; refuses the file when one is not a
 /// plain relative path inside the archive.
 pub(super) fn names(input: &Input, zip: &Archive) -> Result<Vec<String>, Refusal> {
+    // Two members of one name: which one a reader gets depends on the reader, so the
+    // archive says two things at once. (The ZIP reader keeps one of them.)
+    if zip.has_duplicate_names() {
+        return Err(
+            input.refuse(None, "two members of the archive have the same name: which one is the log is unclear")
+        );
+    }
     let mut names = Vec::with_capacity(zip.len());
     for raw in zip.file_names_raw() {
         let name = String::from_utf8_lossy(raw).into_owned();

@@ -79,7 +79,7 @@ pub(crate) fn read(unit: &Unit, ctx: &Context) -> Vec<Result<Recorder, Refusal>>
 
 /// Parses JSON bytes of a member; a refusal names the member and line.
 fn parse(input: &Input, member: &str, bytes: &[u8], what: &str) -> Result<Value, Refusal> {
-    serde_json::from_slice(bytes).map_err(|e| {
+    epistore_package::json_from_slice(bytes).map_err(|e| {
         input.refuse(Some(format!("member {member}, line {}", e.line())), format!("expected {what} (JSON): {e}"))
     })
 }
@@ -184,7 +184,7 @@ fn chunked(
 
 fn read_json(input: &Input, ctx: &Context) -> Vec<Result<Recorder, Refusal>> {
     let doc = match input.read().and_then(|bytes| {
-        serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+        epistore_package::json_from_slice::<Value>(&bytes).map_err(|e| {
             Refusal::at_line(input.display(), e.line(), format!("expected an Inspect log (one JSON document): {e}"))
         })
     }) {

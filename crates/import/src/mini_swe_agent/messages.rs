@@ -290,7 +290,7 @@ fn turn_start(m: &Value, regexes: &[Regex]) -> Option<Vec<Action>> {
         for c in calls {
             let f = c.get("function").unwrap_or(c);
             let args = match f.get("arguments") {
-                Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+                Some(Value::String(s)) => epistore_package::json_from_str(s).unwrap_or(Value::Null),
                 Some(v) => v.clone(),
                 None => Value::Null,
             };
@@ -328,7 +328,7 @@ fn tool_names(m: &Value) -> Vec<(String, String, Option<Value>)> {
         let id = c.get("id").and_then(Value::as_str);
         let name = c.pointer("/function/name").and_then(Value::as_str);
         let arguments = c.pointer("/function/arguments").map(|a| match a {
-            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| a.clone()),
+            Value::String(s) => epistore_package::json_from_str(s).unwrap_or_else(|_| a.clone()),
             other => other.clone(),
         });
         if let (Some(id), Some(name)) = (id, name) {

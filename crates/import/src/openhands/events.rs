@@ -486,7 +486,7 @@ fn call_arguments(a: &Obj) -> Value {
         .find(|c| id.is_some() && c.get("id").and_then(Value::as_str) == id)
         .and_then(|c| c.get("function"));
     match function.and_then(|f| f.get("arguments")) {
-        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+        Some(Value::String(s)) => epistore_package::json_from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
         Some(v) if !v.is_null() => v.clone(),
         _ => {
             let mut args = args(a).clone();

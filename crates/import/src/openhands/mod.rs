@@ -99,7 +99,7 @@ fn plan_file(input: &Arc<Input>, plan: &mut Plan) -> Result<Planned, Refusal> {
             // A line that is a whole evaluation output starts JSON Lines; anything else
             // (`[`, a pretty-printed `{`, a one-line `{"trajectory": ...}`) is one document.
             let object = body.trim_ascii_start().starts_with(b"{")
-                && serde_json::from_slice::<Value>(body).is_ok_and(|v| v.get("instance_id").is_some());
+                && epistore_package::json_from_slice::<Value>(body).is_ok_and(|v| v.get("instance_id").is_some());
             if !object {
                 return plan_document(input, plan);
             }
@@ -134,7 +134,8 @@ fn plan_document(input: &Arc<Input>, plan: &mut Plan) -> Result<Planned, Refusal
     let Some(first) = elements.first() else {
         return Err(input.refuse(None, "an empty JSON list: expected OpenHands events or evaluation outputs"));
     };
-    let parse = |s: &Span| serde_json::from_slice::<Value>(&bytes[s.offset as usize..(s.offset + s.len) as usize]);
+    let parse =
+        |s: &Span| epistore_package::json_from_slice::<Value>(&bytes[s.offset as usize..(s.offset + s.len) as usize]);
     let first_is_output = parse(first).is_ok_and(|v| v.get("instance_id").is_some());
     if !first_is_output {
         return Ok(vec![(Part::Whole, None)]);
@@ -284,22 +285,22 @@ fn read_unit(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
     match &unit.part {
         Part::Line(n) => {
             let (bytes, line) = piece(input, &unit.part)?;
-            let value: Value = serde_json::from_slice(&bytes)
+            let value: Value = epistore_package::json_from_slice(&bytes)
                 .map_err(|e| malformed(line, e, "one OpenHands evaluation output per line"))?;
             let place = Some(format!("line {n}"));
             run::output(input, &value, place, unit.part.clone(), bytes)
         }
         Part::Object(key) => {
             let (bytes, line) = piece(input, &unit.part)?;
-            let value: Value =
-                serde_json::from_slice(&bytes).map_err(|e| malformed(line, e, "an OpenHands evaluation output"))?;
+            let value: Value = epistore_package::json_from_slice(&bytes)
+                .map_err(|e| malformed(line, e, "an OpenHands evaluation output"))?;
             let compact = serde_json::to_vec(&value).unwrap_or_default();
             run::output(input, &value, Some(format!("line {line} ({key})")), unit.part.clone(), compact)
         }
         Part::Whole | Part::Member(_) => {
             let bytes = input.read()?;
             let text = String::from_utf8_lossy(&bytes);
-            let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
+            let value: Value = epistore_package::json_from_str(text.trim_start_matches('\u{feff}'))
                 .map_err(|e| malformed(1, e, "an OpenHands trajectory (a JSON list of events) or evaluation output"))?;
             if value.get("instance_id").is_some() {
                 return run::output(input, &value, None, Part::Whole, bytes);

@@ -85,7 +85,7 @@ pub(crate) fn read(input: &Input, text: &str) -> Result<Value, Refusal> {
 /// A configuration that is a JSON string (1.x `replay_config`, `*.config.yaml`) as its value.
 pub(crate) fn unwrap_json_string(v: Value) -> Value {
     match &v {
-        Value::String(s) if s.trim_start().starts_with('{') => serde_json::from_str(s).unwrap_or(v),
+        Value::String(s) if s.trim_start().starts_with('{') => epistore_package::json_from_str(s).unwrap_or(v),
         _ => v,
     }
 }

@@ -157,7 +157,7 @@ pub(crate) fn read(unit: &Unit, ctx: &Context) -> Vec<Result<Recorder, Refusal>>
 
 /// Parses a whole JSON log, refusing it at the line where it breaks.
 pub(crate) fn parse_json(input: &Input, bytes: &[u8], expected: &str) -> Result<Value, Refusal> {
-    serde_json::from_slice(bytes).map_err(|e| {
+    epistore_package::json_from_slice(bytes).map_err(|e| {
         let what = if e.is_eof() { "truncated JSON" } else { "not valid JSON" };
         Refusal::at_line(input.display(), e.line().max(1), format!("{what} ({e}); expected {expected}"))
     })

@@ -68,7 +68,8 @@ pub(crate) fn shape_of(path: &Path) -> Option<Shape> {
         Some(b'[') => Some(Shape::Document),
         Some(b'{') => {
             // One prediction (`{"instance_id": ..}`) or a document keyed by instance id.
-            let single = serde_json::from_str::<Value>(t).ok().is_some_and(|v| v.get("model_patch").is_some());
+            let single =
+                epistore_package::json_from_str::<Value>(t).ok().is_some_and(|v| v.get("model_patch").is_some());
             Some(if single { Shape::Single } else { Shape::Document })
         }
         _ => None,
@@ -93,7 +94,7 @@ pub(crate) fn index(input: &Input, shape: Shape) -> Result<Indexed, Refusal> {
                 if line.trim().is_empty() {
                     continue;
                 }
-                match serde_json::from_str::<Value>(line) {
+                match epistore_package::json_from_str::<Value>(line) {
                     Ok(v) => match instance_of(&v) {
                         Some(id) => out.predictions.push(Prediction { instance_id: id, part: Part::Line(n) }),
                         None => out.refused.push(Refusal::at_line(input.display(), n, EXPECTED)),
@@ -139,7 +140,7 @@ pub(crate) fn index(input: &Input, shape: Shape) -> Result<Indexed, Refusal> {
 }
 
 fn parse(input: &Input, text: &str) -> Result<Value, Refusal> {
-    serde_json::from_str(text)
+    epistore_package::json_from_str(text)
         .map_err(|e| Refusal::at_line(input.display(), e.line().max(1), format!("not valid JSON ({e}); {EXPECTED}")))
 }
 
@@ -238,7 +239,7 @@ pub(crate) fn read_part(input: &Input, instance_id: &str) -> Result<(Part, Vec<u
                 if !line.contains(&quoted) {
                     continue;
                 }
-                if let Ok(v) = serde_json::from_str::<Value>(line) {
+                if let Ok(v) = epistore_package::json_from_str::<Value>(line) {
                     if instance_of(&v).as_deref() == Some(instance_id) {
                         return Ok((Part::Line(i + 1), line.as_bytes().to_vec(), patch_of(&v)));
                     }
@@ -248,7 +249,7 @@ pub(crate) fn read_part(input: &Input, instance_id: &str) -> Result<(Part, Vec<u
         }
         _ => {
             let bytes = input.read()?;
-            let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            let v: Value = epistore_package::json_from_slice(&bytes).map_err(|e| {
                 Refusal::at_line(input.display(), e.line().max(1), format!("not valid JSON ({e}); {EXPECTED}"))
             })?;
             Ok((Part::Whole, bytes, patch_of(&v)))

@@ -258,7 +258,7 @@ fn trajectory_steps(steps: &[Value]) -> Vec<Step> {
 /// A step's `state` (a JSON string in 0.x, an object in 1.x).
 fn state(step: &Value) -> Option<Value> {
     match step.get("state")? {
-        Value::String(text) => serde_json::from_str::<Value>(text).ok(),
+        Value::String(text) => epistore_package::json_from_str::<Value>(text).ok(),
         other => Some(other.clone()),
     }
 }
@@ -466,7 +466,7 @@ fn call_parts(m: &Value) -> (Option<String>, Option<String>, Option<Value>) {
     let name = f.and_then(|f| f.get("name")).and_then(Value::as_str).filter(|n| !n.is_empty()).map(str::to_string);
     let id = call.get("id").and_then(Value::as_str).map(str::to_string);
     let arguments = f.and_then(|f| f.get("arguments")).map(|a| match a {
-        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| a.clone()),
+        Value::String(s) => epistore_package::json_from_str(s).unwrap_or_else(|_| a.clone()),
         other => other.clone(),
     });
     (name, id, arguments)

@@ -88,7 +88,7 @@ fn line_of(text: &str, key: &str) -> usize {
 }
 
 fn json_report(input: &Arc<Input>, text: &str) -> Result<Vec<ReportVerdict>, Refusal> {
-    let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
+    let value: Value = epistore_package::json_from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
         Refusal::at_line(input.display(), e.line(), format!("not a SWE-bench report (malformed JSON: {e})"))
     })?;
     let Value::Object(map) = value else {

@@ -33,7 +33,7 @@ fn every_fixture_file_is_read_or_refused_for_its_reason() {
                               // Line 27 of each: `[ID] report: {'patch_is_None': False, ..., 'resolved': True|False, ...}`.
     assert!(plan.reports["astropy__astropy-12907"].resolved);
     assert!(!plan.reports["astropy__astropy-13033"].resolved);
-    let part: Value = serde_json::from_slice(&plan.reports["astropy__astropy-12907"].part_bytes).unwrap();
+    let part: Value = epistore_package::json_from_slice(&plan.reports["astropy__astropy-12907"].part_bytes).unwrap();
     assert_eq!(part["patch_successfully_applied"], json!(true));
     assert_eq!(part["tests_status"]["FAIL_TO_PASS"]["success"].as_array().unwrap().len(), 2);
 
@@ -101,8 +101,9 @@ fn a_report_given_with_the_runs_sets_correct_and_adds_one_oracle() {
         ep.tools.iter().flatten().map(|t| t.common.seq).chain(ep.actions.iter().flatten().map(|a| a.common.seq)).max();
     assert!(Some(oracles[0].common.seq) > max_seq, "the oracle record ends the stream");
     // The report's part: the instance's object, as compact JSON, named in provenance.
-    let copy: Value = serde_json::from_slice(run.package.raw.file("artifacts/source/report.json").unwrap()).unwrap();
-    let expected: Value = serde_json::from_str(REPORT).unwrap();
+    let copy: Value =
+        epistore_package::json_from_slice(run.package.raw.file("artifacts/source/report.json").unwrap()).unwrap();
+    let expected: Value = epistore_package::json_from_str(REPORT).unwrap();
     assert_eq!(copy, expected["ponylang__ponyc-4593"]);
     let files = ep.manifest.provenance().unwrap()["source_files"].clone();
     assert_eq!(files[1]["name"], json!("report.json"));
@@ -141,14 +142,14 @@ fn a_run_summary_gives_verdicts_by_list() {
     assert_eq!(label("ponylang__ponyc-4588").as_deref(), Some("failed")); // an empty patch resolves nothing
                                                                           // error_ids were not graded: no verdict, so nothing to match.
     assert!(!plan.reports.contains_key("astropy__astropy-1"));
-    let part: Value = serde_json::from_slice(&plan.reports["ponylang__ponyc-4595"].part_bytes).unwrap();
+    let part: Value = epistore_package::json_from_slice(&plan.reports["ponylang__ponyc-4595"].part_bytes).unwrap();
     assert_eq!(part, json!({"instance_id": "ponylang__ponyc-4595", "resolved": false, "list": "unresolved_ids"}));
 }
 
 #[test]
 fn the_runs_own_report_wins_over_a_given_one() {
     let line = std::fs::read_to_string(fixture(RUNS)).unwrap().lines().nth(1).unwrap().to_string();
-    let mut line: Value = serde_json::from_str(&line).unwrap();
+    let mut line: Value = epistore_package::json_from_str(&line).unwrap();
     line["test_result"]["report"] = json!({"resolved": false});
     let dir = tempfile::tempdir().unwrap();
     let runs_path = write_temp(&dir, "output.jsonl", &format!("{line}\n"));

@@ -57,6 +57,32 @@ fn member_names_escaping_the_archive_refuse_the_file() {
 }
 
 #[test]
+fn two_members_of_one_name_refuse_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Written with two names of one length, then renamed in place (names are outside
+    // the CRCs): the central directory holds `samples/1_epoch_1.json` twice.
+    let members = vec![
+        ("header.json".to_string(), header().to_string().into_bytes()),
+        ("samples/1_epoch_1.json".to_string(), sample("1", vec![]).to_string().into_bytes()),
+        ("samples/9_epoch_1.json".to_string(), sample("9", vec![]).to_string().into_bytes()),
+    ];
+    let path = write_zip(dir.path(), "twice.eval", &members, CompressionMethod::Deflated);
+    let bytes = std::fs::read(&path).unwrap();
+    let renamed = String::from_utf8_lossy(&bytes).matches("samples/9_epoch_1.json").count();
+    assert_eq!(renamed, 2, "local header and central directory");
+    let (from, to) = (b"samples/9_epoch_1.json", b"samples/1_epoch_1.json");
+    let mut patched = bytes.clone();
+    let mut at = 0;
+    while let Some(i) = patched[at..].windows(from.len()).position(|w| w == from) {
+        patched[at + i..at + i + from.len()].copy_from_slice(to);
+        at += i + from.len();
+    }
+    std::fs::write(&path, patched).unwrap();
+    let r = refusal_of(&path);
+    assert!(r.contains("twice.eval: two members of the archive have the same name"), "{r}");
+}
+
+#[test]
 fn zip_bombs_are_refused_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     // 200 MiB of spaces: a few hundred bytes of zstd. Stopped at the ratio check
