@@ -205,8 +205,35 @@ impl StoredImports {
     }
 }
 
-impl Prior for StoredImports {
-    fn grown_from(&self, format: Format, episode: &str, file: &Path) -> Option<String> {
+/// How a log on disk relates to the stored copy of a run of the same format and label.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Copy {
+    /// The stored copy is a proper prefix of the log: the log has grown since.
+    Grown,
+    /// The log is a proper prefix of the stored copy: an older copy (a backup) of a
+    /// run whose later state is stored.
+    Older,
+}
+
+/// `new` against the stored copy `old`, as written, or redacted as `import --redact`
+/// wrote `old` (the same secrets give the same replacements, so a grown log's redacted
+/// form still starts with the redacted copy).
+fn copy_relation(old: &[u8], new: &[u8]) -> Option<Copy> {
+    let relation = |new: &[u8]| {
+        if old.len() < new.len() && new.starts_with(old) {
+            Some(Copy::Grown)
+        } else if new.len() < old.len() && old.starts_with(new) {
+            Some(Copy::Older)
+        } else {
+            None
+        }
+    };
+    relation(new).or_else(|| relation(&epistore_import::secrets::redact(new).0))
+}
+
+impl StoredImports {
+    /// The stored run of `format` and `episode` that `file` relates to as `wanted`.
+    fn stored_copy(&self, format: Format, episode: &str, file: &Path, wanted: Copy) -> Option<Hash> {
         let candidates = self.by_label.get(&(format.name().to_string(), episode.to_string()))?;
         let new = std::fs::read(file).ok()?;
         let snapshot = self.snapshot.lock().ok()?;
@@ -217,11 +244,17 @@ impl Prior for StoredImports {
             let Ok(old) = snapshot.file(&record, file) else {
                 continue;
             };
-            if old.len() < new.len() && new.starts_with(&old) {
-                return Some(hex(id));
+            if copy_relation(&old, &new) == Some(wanted) {
+                return Some(*id);
             }
         }
         None
+    }
+}
+
+impl Prior for StoredImports {
+    fn grown_from(&self, format: Format, episode: &str, file: &Path) -> Option<String> {
+        self.stored_copy(format, episode, file, Copy::Grown).map(|id| hex(&id))
     }
 
     fn replaced(&self, source_keys: &[String]) -> Option<String> {
@@ -296,6 +329,9 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
     let mut segments = Some(epistore_sql::columnar::IngestSegments::new(store));
     // Package name -> episode label, to name a package the store rejects.
     let names: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
+    // The file each (format, episode label) of this import was read from: a second file
+    // giving the same label (a copy, a backup) is reported, not stored silently twice.
+    let labels: Mutex<HashMap<(String, String), String>> = Mutex::new(HashMap::new());
     let report = store.ingest_from(
         &planned.units,
         |unit: &Unit, _: &mut epistore_package::Reservation| {
@@ -314,6 +350,26 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
                     Err(refusal) => s.refuse(Some(unit.format), refusal),
                     Ok(run) => {
                         let label = run.package.episode.manifest.episode.clone();
+                        // An older copy of a stored run (a backup beside the log):
+                        // everything it holds is stored already.
+                        let older = match unit.part {
+                            Part::Whole if !args.reimport => {
+                                stored.stored_copy(unit.format, &label, &unit.files[0].path, Copy::Older)
+                            }
+                            _ => None,
+                        };
+                        if let Some(newer) = older {
+                            s.of(unit.format.name()).covered += 1;
+                            s.covered.push((
+                                unit.format.name().to_string(),
+                                unit.files[0].path.display().to_string(),
+                                format!(
+                                    "an older copy of a run already stored in full (episode {})",
+                                    &hex(&newer)[..12]
+                                ),
+                            ));
+                            continue;
+                        }
                         if let Some((_, has_verdict)) = stored.already(&run).filter(|_| !args.reimport) {
                             if run.verdict_from_report && !has_verdict {
                                 s.of(unit.format.name()).without_verdict += 1;
@@ -331,6 +387,23 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
                         let mut package = run.package;
                         let name = format!("{}:{}", unit.format.name(), label);
                         package.raw.name = name.clone();
+                        if matches!(unit.part, Part::Whole) {
+                            let file = unit.files[0].path.display().to_string();
+                            let key = (unit.format.name().to_string(), label.clone());
+                            let mut labels = labels.lock().expect("labels lock");
+                            match labels.get(&key) {
+                                Some(first) if *first != file => s.warnings.push(format!(
+                                    "{} run {label} was read from both {first} and {file}; stored as two episodes \
+                                     (if one is an older copy of the other, remove it: importing the two one at a \
+                                     time keeps the longer)",
+                                    unit.format.name()
+                                )),
+                                Some(_) => {}
+                                None => {
+                                    labels.insert(key, file);
+                                }
+                            }
+                        }
                         names.lock().expect("names lock").insert(name, label);
                         packages.push(Ok(package));
                     }

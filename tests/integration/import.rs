@@ -390,3 +390,79 @@ fn deeply_nested_json_is_read_as_ingest_reads_it() {
         text(&out.stderr)
     );
 }
+
+/// Claude Code session lines: a prompt, then `turns` tool calls with their results
+/// (the first result prints a token, so `--redact` has something to replace).
+fn session_lines(sid: &str, turns: usize) -> String {
+    let token = concat!("ghp", "_hGAkWvj7FAc9QeWJKY40uvSwMFLZDe1f8rES");
+    let mut lines = vec![format!(
+        r#"{{"type":"user","sessionId":"{sid}","uuid":"u0","timestamp":"2026-01-01T00:00:00Z","cwd":"/w","message":{{"role":"user","content":"go"}}}}"#
+    )];
+    for t in 0..turns {
+        let output = if t == 0 { format!("GH_TOKEN={token}") } else { format!("step {t}") };
+        lines.push(format!(
+            r#"{{"type":"assistant","sessionId":"{sid}","uuid":"a{t}","timestamp":"2026-01-01T00:00:{:02}Z","cwd":"/w","message":{{"id":"m{t}","model":"claude-sonnet-4-5","role":"assistant","content":[{{"type":"tool_use","id":"t{t}","name":"Bash","input":{{"command":"echo {t}"}}}}]}}}}"#,
+            2 * t + 1
+        ));
+        lines.push(format!(
+            r#"{{"type":"user","sessionId":"{sid}","uuid":"r{t}","timestamp":"2026-01-01T00:00:{:02}Z","cwd":"/w","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{t}","content":"{output}"}}]}}}}"#,
+            2 * t + 2
+        ));
+    }
+    lines.join("\n") + "\n"
+}
+
+fn episodes_and_summary(store: &TestStore, args: &[&str]) -> (u64, Value) {
+    let mut all = vec!["import", "--quiet", "--summary-format", "json"];
+    all.extend_from_slice(args);
+    let out = store.run(&all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = store.sql("SELECT count(*) AS n FROM episodes")[0]["n"].as_u64().unwrap();
+    (n, summary)
+}
+
+/// Each run once: a log grown since a `--redact` import supersedes it (the stored copy
+/// is compared redacted); an older copy of a stored run (a backup) is covered, in
+/// either order; two files giving one run in one import are reported.
+#[test]
+fn a_run_is_counted_once_however_its_copies_arrive() {
+    let sid = "0b5e0000-0000-4000-8000-000000000007";
+    let write = |dir: &Path, turns: usize| {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(format!("{sid}.jsonl"));
+        std::fs::write(&path, session_lines(sid, turns)).unwrap();
+        path
+    };
+    // Grown since a --redact import.
+    let store = TestStore::new();
+    let log = write(&store.dir.path().join("live"), 2);
+    let (n, _) = episodes_and_summary(&store, &["--redact", log.to_str().unwrap()]);
+    assert_eq!(n, 1);
+    write(&store.dir.path().join("live"), 4);
+    let (n, summary) = episodes_and_summary(&store, &["--redact", log.to_str().unwrap()]);
+    assert_eq!(n, 1, "{summary}");
+    assert!(summary.to_string().contains("\"superseding\":1"), "{summary}");
+
+    // A backup (the log as it was) imported after the grown log, then before it.
+    for backup_first in [false, true] {
+        let store = TestStore::new();
+        let backup = write(&store.dir.path().join("backup"), 2);
+        let live = write(&store.dir.path().join("live"), 4);
+        let (first, second) = if backup_first { (&backup, &live) } else { (&live, &backup) };
+        episodes_and_summary(&store, &[first.to_str().unwrap()]);
+        let (n, summary) = episodes_and_summary(&store, &[second.to_str().unwrap()]);
+        assert_eq!(n, 1, "backup first: {backup_first}: {summary}");
+        if !backup_first {
+            assert!(summary["covered"].to_string().contains("an older copy of a run already stored"), "{summary}");
+        }
+    }
+
+    // Both in one import: two episodes, and the summary says why.
+    let store = TestStore::new();
+    let backup = write(&store.dir.path().join("backup"), 2);
+    let live = write(&store.dir.path().join("live"), 4);
+    let out = store.run(&["import", "--quiet", backup.to_str().unwrap(), live.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("run {sid} was read from both")), "{}", text(&out.stderr));
+}
