@@ -18,9 +18,10 @@
 //! `columnar/` directory loses nothing.
 //!
 //! Each segment ends with a manifest (`manifest.json`: every file's name, size,
-//! modification time and blake3), written last, before the directory is renamed into
-//! place. A session checks it before reading the segment: sizes always, and the hash of
-//! a file whose size or time changed; `verify` hashes every file. A segment that fails
+//! modification time and blake3, and each Parquet file's footer blake3), written last,
+//! before the directory is renamed into place. A session checks it before reading the
+//! segment: sizes and Parquet footers always (a `count(*)` is answered from a footer
+//! alone), and the hash of a file whose size or time changed; `verify` hashes every file. A segment that fails
 //! (a file deleted, emptied, rewritten, or no manifest at all) is never read: it is
 //! removed and built again from the store. The manifest lives with the segment, not in
 //! the store, because segments are built by readers too, which cannot write the store;
@@ -366,6 +367,34 @@ struct ListedFile {
     bytes: u64,
     mtime_ns: u128,
     blake3: String,
+    /// A Parquet file's footer (its schema, row counts and statistics): hashed by
+    /// every session, since a `count(*)` or a pruned scan is answered from the footer
+    /// alone, so bit rot there that keeps the size and time would otherwise give a
+    /// wrong answer until `verify` runs.
+    footer_blake3: Option<String>,
+}
+
+/// The blake3 of a Parquet file's footer (the metadata and its length and magic at
+/// the end), read without the rest of the file; `None` when the file has no Parquet
+/// footer where one belongs.
+fn footer_hash(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size < 12 {
+        return Ok(None);
+    }
+    let mut tail = [0u8; 8];
+    file.seek(SeekFrom::End(-8))?;
+    file.read_exact(&mut tail)?;
+    let len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")));
+    if &tail[4..] != b"PAR1" || len + 8 > size {
+        return Ok(None);
+    }
+    let mut footer = vec![0u8; (len + 8) as usize];
+    file.seek(SeekFrom::End(-((len + 8) as i64)))?;
+    file.read_exact(&mut footer)?;
+    Ok(Some(blake3::hash(&footer).to_hex().to_string()))
 }
 
 fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
@@ -399,7 +428,12 @@ fn write_manifest(dir: &Path, first: u64, last: u64, episodes: u64) -> Result<()
         std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| io(&path, e))?;
         let meta = std::fs::metadata(&path).map_err(|e| io(&path, e))?;
         let blake3 = hash_file(&path).map_err(|e| io(&path, e))?;
-        files.push(serde_json::json!({"name": name, "bytes": meta.len(), "mtime_ns": mtime_ns(&meta).to_string(), "blake3": blake3}));
+        let mut listed = serde_json::json!({"name": name, "bytes": meta.len(), "mtime_ns": mtime_ns(&meta).to_string(), "blake3": blake3});
+        if name.ends_with(".parquet") {
+            let footer = footer_hash(&path).map_err(|e| io(&path, e))?;
+            listed["footer_blake3"] = serde_json::json!(footer);
+        }
+        files.push(listed);
     }
     let manifest = serde_json::json!({
         "format": MANIFEST_FORMAT, "first": first, "last": last, "episodes": episodes, "files": files,
@@ -433,6 +467,7 @@ fn read_manifest(seg: &Segment) -> std::result::Result<(u64, Vec<ListedFile>), S
                 bytes: file.get("bytes")?.as_u64()?,
                 mtime_ns: file.get("mtime_ns")?.as_str()?.parse().ok()?,
                 blake3: file.get("blake3")?.as_str()?.to_string(),
+                footer_blake3: file.get("footer_blake3").and_then(|v| v.as_str()).map(str::to_string),
             })
         })()
         .ok_or_else(|| format!("{}: files[{i}] is malformed", path.display()))?;
@@ -489,6 +524,12 @@ pub fn segment_problem(seg: &Segment, check: Check) -> Option<String> {
             match hash_file(&path) {
                 Ok(hash) if hash == file.blake3 => {}
                 Ok(_) => return Some(format!("{}: its bytes are not those the manifest lists", path.display())),
+                Err(e) => return Some(format!("{}: {e}", path.display())),
+            }
+        } else if let Some(listed) = &file.footer_blake3 {
+            match footer_hash(&path) {
+                Ok(Some(hash)) if hash == *listed => {}
+                Ok(_) => return Some(format!("{}: its footer is not the one the manifest lists", path.display())),
                 Err(e) => return Some(format!("{}: {e}", path.display())),
             }
         }
