@@ -525,6 +525,7 @@ pub fn verify(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<Ex
     let problems: Vec<&String> = report.problems.iter().chain(&segment_problems).collect();
     let intact = problems.is_empty();
     let repaired_ids: Vec<String> = repaired.iter().flat_map(|r| r.repaired.iter().map(hex)).collect();
+    let restored: Vec<u32> = repaired.iter().flat_map(|r| r.dictionaries_restored.iter().copied()).collect();
     match format {
         OutputFormat::Json => println!(
             "{}",
@@ -534,6 +535,8 @@ pub fn verify(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<Ex
                 "segments": segments, "problems": problems,
                 "repairable": report.repairable.iter().map(hex).collect::<Vec<_>>(),
                 "repaired": repaired_ids,
+                "dictionaries_to_restore": report.dictionaries_to_restore,
+                "dictionaries_restored": restored,
             }))?
         ),
         _ => {
@@ -549,6 +552,9 @@ pub fn verify(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<Ex
                 report.batches,
                 segments
             );
+            for number in &restored {
+                println!("repaired: compression dictionary {number} (written again from its intact copy)");
+            }
             for id in &repaired_ids {
                 println!("repaired: episode {id} (record, traces, checksums and cell entry derived again)");
             }

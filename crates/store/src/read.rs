@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 use crate::pack::{Decoder, Dictionaries};
 use crate::tables::{
     checksum, shared_file, split_trace_value, EpisodeRecord, FileEntry, BLOB_DATA, BLOB_INDEX, CELLS, CHECKSUMS,
-    DICTIONARIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, SUM_DICTIONARY, SUM_FILES, SUM_LOG, SUM_RECORD,
-    SUM_TRACES, SUPERSEDED, TRACE_DATA,
+    DICTIONARIES, DICTIONARY_COPIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, SUM_DICTIONARY, SUM_FILES,
+    SUM_LOG, SUM_RECORD, SUM_TRACES, SUPERSEDED, TRACE_DATA,
 };
 
 /// One entry of the append-only ingest log: a committed write transaction.
@@ -102,10 +102,30 @@ impl Snapshot {
         for entry in table!(self.txn, DICTIONARIES).iter().map_err(Error::redb)? {
             let (number, raw) = entry.map_err(Error::redb)?;
             let number = number.value();
-            sums.check(SUM_DICTIONARY, u64::from(number), raw.value(), || format!("compression dictionary {number}"))?;
-            dictionaries.insert(number, raw.value());
+            let what = || format!("compression dictionary {number}");
+            match sums.check(SUM_DICTIONARY, u64::from(number), raw.value(), what) {
+                Ok(()) => dictionaries.insert(number, raw.value()),
+                // Damaged: its second copy, if that one is intact.
+                Err(damaged) => match self.dictionary_copy(&sums, number)? {
+                    Some(copy) => dictionaries.insert(number, &copy),
+                    None => return Err(damaged),
+                },
+            }
         }
         Ok(self.decoder.get_or_init(|| Decoder(std::sync::Arc::new(dictionaries))).clone())
+    }
+
+    /// The second copy of dictionary `number`, when there is one and it passes the
+    /// dictionary's checksum.
+    pub(crate) fn dictionary_copy(&self, sums: &Sums, number: u32) -> Result<Option<Vec<u8>>> {
+        let copies = match self.txn.open_table(DICTIONARY_COPIES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(Error::redb(e)),
+        };
+        let Some(copy) = copies.get(number).map_err(Error::redb)? else { return Ok(None) };
+        let intact = sums.check(SUM_DICTIONARY, u64::from(number), copy.value(), String::new).is_ok();
+        Ok(intact.then(|| copy.value().to_vec()))
     }
 
     /// Checks a stored value against its checksum. A value without one (a store

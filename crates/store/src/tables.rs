@@ -45,6 +45,11 @@ pub(crate) const TRACE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new(
 pub(crate) const FILE_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("file_data");
 /// dictionary number -> a zstd dictionary (see `pack`), never changed once written.
 pub(crate) const DICTIONARIES: TableDefinition<u32, &[u8]> = TableDefinition::new("dictionaries");
+/// A second copy of every dictionary, checked against the same checksum: every value
+/// packed with a dictionary needs it, so one damaged page of it would make every such
+/// episode unreadable. A store written before this table gets it on its first write
+/// (copies of the dictionaries that pass their checksums).
+pub(crate) const DICTIONARY_COPIES: TableDefinition<u32, &[u8]> = TableDefinition::new("dictionary_copies");
 /// (model, harness level, task, episode id) -> episode number: the cell index. A
 /// range scan over one (model, level, task) prefix reads one cell only.
 pub(crate) const CELLS: TableDefinition<(&str, &str, &str, [u8; 32]), u64> = TableDefinition::new("cells");
@@ -146,8 +151,29 @@ pub(crate) fn initialise(db: &redb::Database) -> Result<()> {
         }
         create_tables(&txn)?;
         fill_checksums(&txn)?;
+        fill_dictionary_copies(&txn)?;
     }
     txn.commit().map_err(Error::redb)
+}
+
+/// Copies every dictionary that has no second copy and passes its checksum (a store
+/// written before the copies existed).
+fn fill_dictionary_copies(txn: &redb::WriteTransaction) -> Result<()> {
+    let primary = txn.open_table(DICTIONARIES).map_err(Error::redb)?;
+    let mut copies = txn.open_table(DICTIONARY_COPIES).map_err(Error::redb)?;
+    let sums = txn.open_table(CHECKSUMS).map_err(Error::redb)?;
+    for entry in primary.iter().map_err(Error::redb)? {
+        let (number, raw) = entry.map_err(Error::redb)?;
+        let number = number.value();
+        if copies.get(number).map_err(Error::redb)?.is_some() {
+            continue;
+        }
+        let sum = sums.get((SUM_DICTIONARY, u64::from(number))).map_err(Error::redb)?.map(|s| s.value());
+        if sum == Some(checksum(raw.value())) {
+            copies.insert(number, raw.value()).map_err(Error::redb)?;
+        }
+    }
+    Ok(())
 }
 
 /// Adds the checksums of values appended without one (a store written before the
@@ -181,6 +207,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(TRACE_DATA).map_err(Error::redb)?;
     txn.open_table(FILE_DATA).map_err(Error::redb)?;
     txn.open_table(DICTIONARIES).map_err(Error::redb)?;
+    txn.open_table(DICTIONARY_COPIES).map_err(Error::redb)?;
     txn.open_table(CELLS).map_err(Error::redb)?;
     txn.open_table(INGEST_LOG).map_err(Error::redb)?;
     txn.open_table(SUPERSEDED).map_err(Error::redb)?;
@@ -198,6 +225,7 @@ pub(crate) struct Appender<'t> {
     trace_data: redb::Table<'t, u64, &'static [u8]>,
     file_data: redb::Table<'t, u64, &'static [u8]>,
     dictionaries: redb::Table<'t, u32, &'static [u8]>,
+    dictionary_copies: redb::Table<'t, u32, &'static [u8]>,
     cells: redb::Table<'t, (&'static str, &'static str, &'static str, [u8; 32]), u64>,
     superseded: redb::Table<'t, [u8; 32], [u8; 32]>,
     log: redb::Table<'t, u64, &'static [u8]>,
@@ -225,6 +253,7 @@ impl<'t> Appender<'t> {
             trace_data: txn.open_table(TRACE_DATA).map_err(Error::redb)?,
             file_data: txn.open_table(FILE_DATA).map_err(Error::redb)?,
             dictionaries: txn.open_table(DICTIONARIES).map_err(Error::redb)?,
+            dictionary_copies: txn.open_table(DICTIONARY_COPIES).map_err(Error::redb)?,
             cells: txn.open_table(CELLS).map_err(Error::redb)?,
             superseded: txn.open_table(SUPERSEDED).map_err(Error::redb)?,
             log: txn.open_table(INGEST_LOG).map_err(Error::redb)?,
@@ -253,6 +282,7 @@ impl<'t> Appender<'t> {
     pub(crate) fn add_dictionary(&mut self, dictionary: &crate::pack::Dictionary) -> Result<()> {
         if self.dictionaries.get(dictionary.number).map_err(Error::redb)?.is_none() {
             self.dictionaries.insert(dictionary.number, dictionary.raw.as_slice()).map_err(Error::redb)?;
+            self.dictionary_copies.insert(dictionary.number, dictionary.raw.as_slice()).map_err(Error::redb)?;
             self.sums
                 .insert((SUM_DICTIONARY, u64::from(dictionary.number)), checksum(&dictionary.raw))
                 .map_err(Error::redb)?;

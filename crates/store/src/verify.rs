@@ -22,8 +22,8 @@ use crate::read::split_files;
 use crate::read::{table, IngestBatch, Snapshot, Sums};
 use crate::tables::{
     begin_write, checksum, shared_file, split_trace_value, trace_value, EpisodeRecord, BLOB_DATA, BLOB_INDEX, CELLS,
-    CHECKSUMS, DICTIONARIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, SUM_DICTIONARY, SUM_FILES, SUM_LOG,
-    SUM_RECORD, SUM_TRACES, TRACE_DATA,
+    CHECKSUMS, DICTIONARIES, DICTIONARY_COPIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, SUM_DICTIONARY,
+    SUM_FILES, SUM_LOG, SUM_RECORD, SUM_TRACES, TRACE_DATA,
 };
 use crate::Store;
 
@@ -41,6 +41,9 @@ pub struct VerifyReport {
     /// Episodes with a problem that [`Store::repair`] can mend: their files are intact,
     /// only what was derived from them is damaged.
     pub repairable: Vec<Hash>,
+    /// Compression dictionaries one of whose two copies is damaged while the other is
+    /// intact: [`Store::repair`] writes the intact one over it.
+    pub dictionaries_to_restore: Vec<u32>,
 }
 
 /// What [`Store::repair`] did.
@@ -50,6 +53,8 @@ pub struct RepairReport {
     pub repaired: Vec<Hash>,
     /// What is still wrong afterwards (damage to ingested files, which nothing can undo).
     pub remaining: Vec<String>,
+    /// Compression dictionaries written again from their intact copy.
+    pub dictionaries_restored: Vec<u32>,
 }
 
 /// Episodes derived again per parallel step: bounds the files held in memory.
@@ -106,6 +111,18 @@ impl Snapshot {
             self.verify_episodes(&mut report, &decoder, &blob_ids, &logged)?;
             report.repairable.sort_unstable();
             report.repairable.dedup();
+            // `repair` derives again from the stored record's file listing: an episode
+            // whose record no longer decodes (its dictionary lost) is not repairable.
+            let mut decodes = Vec::with_capacity(report.repairable.len());
+            for id in &report.repairable {
+                let record = match self.number(id)? {
+                    Some(number) => table!(self.txn, EPISODE_DATA).get(number).map_err(Error::redb)?,
+                    None => None,
+                };
+                decodes.push(record.is_some_and(|v| decoder.record(v.value()).is_ok()));
+            }
+            let mut decodes = decodes.into_iter();
+            report.repairable.retain(|_| decodes.next().unwrap_or(false));
             Ok(report)
         })
     }
@@ -115,13 +132,38 @@ impl Snapshot {
     fn verify_dictionaries(&self, report: &mut VerifyReport) -> Result<Decoder> {
         let sums = self.sums()?;
         let mut dictionaries = Dictionaries::default();
+        let copies = self.txn.open_table(DICTIONARY_COPIES).ok();
         for entry in table!(self.txn, DICTIONARIES).iter().map_err(Error::redb)? {
             let (number, raw) = entry.map_err(Error::redb)?;
             let number = number.value();
             let what = || format!("compression dictionary {number}");
-            match sum_problem(&sums, SUM_DICTIONARY, u64::from(number), raw.value(), what) {
-                Some(p) => report.problems.push(p),
-                None => dictionaries.insert(number, raw.value()),
+            let copy = self.dictionary_copy(&sums, number)?;
+            match (sum_problem(&sums, SUM_DICTIONARY, u64::from(number), raw.value(), what), copy) {
+                (None, copy) => {
+                    dictionaries.insert(number, raw.value());
+                    // The copy too: a damaged (or, in a store that has copies, missing)
+                    // one is restored from the intact original.
+                    let has_copy = copies.as_ref().is_some_and(|t| t.get(number).ok().flatten().is_some());
+                    if copy.is_none() && has_copy {
+                        report.problems.push(format!(
+                            "compression dictionary {number}: its second copy is damaged (`epistore verify --repair` \
+                             writes it again from the intact one)"
+                        ));
+                        report.dictionaries_to_restore.push(number);
+                    }
+                }
+                (Some(p), Some(copy)) => {
+                    report.problems.push(format!(
+                        "{p}; its second copy is intact and reads in its place (`epistore verify --repair` writes it \
+                         back)"
+                    ));
+                    report.dictionaries_to_restore.push(number);
+                    dictionaries.insert(number, &copy);
+                }
+                (Some(p), None) => report.problems.push(format!(
+                    "{p}; there is no intact copy, so the episodes packed with it cannot be read, and \
+                     `--repair` cannot restore it"
+                )),
             }
         }
         Ok(Decoder(std::sync::Arc::new(dictionaries)))
@@ -477,15 +519,66 @@ impl Store {
             let snapshot = self.snapshot()?;
             let found = snapshot.verify()?;
             let mut report = RepairReport::default();
+            if !found.dictionaries_to_restore.is_empty() {
+                // Both copies from the intact one, before anything is derived with them.
+                let sums = snapshot.sums()?;
+                let mut intact = Vec::new();
+                for &number in &found.dictionaries_to_restore {
+                    let primary = table!(snapshot.txn, DICTIONARIES)
+                        .get(number)
+                        .map_err(Error::redb)?
+                        .map(|v| v.value().to_vec());
+                    let good = match primary {
+                        Some(p) if sums.check(SUM_DICTIONARY, u64::from(number), &p, String::new).is_ok() => Some(p),
+                        _ => snapshot.dictionary_copy(&sums, number)?,
+                    };
+                    intact.extend(good.map(|g| (number, g)));
+                }
+                drop(sums);
+                drop(snapshot);
+                let txn = crate::tables::begin_write(db)?;
+                {
+                    let mut primary = txn.open_table(DICTIONARIES).map_err(Error::redb)?;
+                    let mut copies = txn.open_table(DICTIONARY_COPIES).map_err(Error::redb)?;
+                    for (number, raw) in &intact {
+                        primary.insert(*number, raw.as_slice()).map_err(Error::redb)?;
+                        copies.insert(*number, raw.as_slice()).map_err(Error::redb)?;
+                    }
+                }
+                txn.commit().map_err(Error::redb)?;
+                report.dictionaries_restored = intact.iter().map(|(n, _)| *n).collect();
+                return self.repair_episodes(db, report);
+            }
+            self.repair_episodes_found(db, snapshot, found, report)
+        })
+    }
+
+    /// The episode half of [`Store::repair`], after a fresh verify.
+    fn repair_episodes(&self, db: &redb::Database, report: RepairReport) -> Result<RepairReport> {
+        let snapshot = self.snapshot()?;
+        let found = snapshot.verify()?;
+        self.repair_episodes_found(db, snapshot, found, report)
+    }
+
+    fn repair_episodes_found(
+        &self,
+        db: &redb::Database,
+        snapshot: crate::Snapshot,
+        found: VerifyReport,
+        mut report: RepairReport,
+    ) -> Result<RepairReport> {
+        {
             if found.repairable.is_empty() {
                 report.remaining = found.problems;
                 return Ok(report);
             }
             let logged = snapshot.verify_log(&mut VerifyReport::default())?;
             let mut fresh = Vec::new();
+            // The intact dictionaries only: an episode packed with a lost one is skipped
+            // (it stays among the problems), the others are repaired.
+            let decoder = snapshot.verify_dictionaries(&mut VerifyReport::default())?;
             for id in &found.repairable {
                 let Some(number) = snapshot.number(id)? else { continue };
-                let decoder = snapshot.decoder()?;
                 let stored = table!(snapshot.txn, EPISODE_DATA)
                     .get(number)
                     .map_err(Error::redb)?
@@ -504,7 +597,7 @@ impl Store {
             report.repaired = fresh.iter().map(|(_, stored, _)| stored.id).collect();
             report.remaining = self.snapshot()?.verify()?.problems;
             Ok(report)
-        })
+        }
     }
 
     fn write_repairs(&self, db: &redb::Database, fresh: &[(u64, EpisodeRecord, Rederived)]) -> Result<()> {

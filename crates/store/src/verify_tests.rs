@@ -6,7 +6,8 @@ use epistore_package::{read_source, Source};
 use redb::{ReadableTable, TableDefinition};
 
 use crate::tables::{
-    BLOB_DATA, CELLS, CHECKSUMS, DICTIONARIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG, TRACE_DATA,
+    BLOB_DATA, CELLS, CHECKSUMS, DICTIONARIES, DICTIONARY_COPIES, EPISODE_DATA, EPISODE_INDEX, FILE_DATA, INGEST_LOG,
+    TRACE_DATA,
 };
 use crate::{IngestOptions, Store};
 
@@ -358,22 +359,60 @@ fn values_packed_with_a_trained_dictionary_read_back_and_verify() {
     assert_eq!(snapshot.verify().unwrap().problems, Vec::<String>::new());
 }
 
-#[test]
-fn a_damaged_dictionary_is_found_and_reads_that_need_it_refuse() {
-    let (_dir, store) = store_with_dictionary();
-    damage(&store, |txn| {
-        let mut table = txn.open_table(DICTIONARIES).unwrap();
+/// Flips a byte in the middle of dictionary 0 in `table`.
+fn flip_dictionary(store: &Store, table: redb::TableDefinition<'static, u32, &'static [u8]>) {
+    damage(store, |txn| {
+        let mut table = txn.open_table(table).unwrap();
         let mut raw = table.get(0).unwrap().unwrap().value().to_vec();
         let middle = raw.len() / 2;
         raw[middle] ^= 0xff;
         table.insert(0, raw.as_slice()).unwrap();
     });
+}
+
+#[test]
+fn a_damaged_dictionary_with_no_intact_copy_is_found_and_reads_that_need_it_refuse() {
+    let (_dir, store) = store_with_dictionary();
+    flip_dictionary(&store, DICTIONARIES);
+    flip_dictionary(&store, DICTIONARY_COPIES);
     let snapshot = store.snapshot().unwrap();
     let err = snapshot.episodes().unwrap_err();
     assert!(err.to_string().contains("compression dictionary 0"), "{err}");
-    let found = snapshot.verify().unwrap().problems;
-    assert!(found.iter().any(|p| p.contains("compression dictionary 0") && p.contains("checksum")), "{found:?}");
+    let report = snapshot.verify().unwrap();
+    let found = &report.problems;
+    assert!(
+        found.iter().any(|p| p.contains("compression dictionary 0") && p.contains("`--repair` cannot restore it")),
+        "{found:?}"
+    );
     assert!(found.iter().any(|p| p.contains("which the store does not hold")), "{found:?}");
+    // Nothing claims to be repairable that repair cannot mend.
+    assert_eq!(report.repairable, Vec::<epistore_package::Hash>::new(), "{found:?}");
+    drop(snapshot);
+    let repaired = store.repair().unwrap();
+    assert!(repaired.dictionaries_restored.is_empty() && repaired.repaired.is_empty(), "{repaired:?}");
+}
+
+/// One damaged copy of a dictionary loses nothing: reads use the other, `verify` says
+/// so, and `repair` writes the intact one back, whichever copy was hit.
+#[test]
+fn a_damaged_dictionary_reads_from_its_second_copy_and_repair_restores_it() {
+    for hit in [DICTIONARIES, DICTIONARY_COPIES] {
+        let (_dir, store) = store_with_dictionary();
+        let before = store.snapshot().unwrap().episodes().unwrap();
+        flip_dictionary(&store, hit);
+        let snapshot = store.snapshot().unwrap();
+        assert_eq!(snapshot.episodes().unwrap(), before, "reads after damage to {hit}");
+        let report = snapshot.verify().unwrap();
+        assert_eq!(report.dictionaries_to_restore, vec![0], "{:?}", report.problems);
+        assert!(report.problems.iter().any(|p| p.contains("`epistore verify --repair`")), "{:?}", report.problems);
+        drop(snapshot);
+        let repaired = store.repair().unwrap();
+        assert_eq!(repaired.dictionaries_restored, vec![0]);
+        assert_eq!(repaired.remaining, Vec::<String>::new());
+        let snapshot = store.snapshot().unwrap();
+        assert_eq!(snapshot.verify().unwrap().problems, Vec::<String>::new());
+        assert_eq!(snapshot.episodes().unwrap(), before);
+    }
 }
 
 /// A copy of the file taken while its writer has it open is what a crash leaves: the
