@@ -61,6 +61,10 @@ pub struct ImportArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Memory the reader threads may hold at once, all together, counted as four times
+    /// the size of each log (or archive member) being read; a larger one is read alone.
+    #[arg(long, default_value_t = epistore_store::DEFAULT_MEMORY_BUDGET >> 20)]
+    pub memory_budget_mib: u64,
 }
 
 impl ImportArgs {
@@ -325,7 +329,12 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
     let fast_already = !args.reimport && planned.reports.is_empty();
     let bar = progress_bar(args.quiet, planned.units.len() as u64, "logs");
     let label = format!("import {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "));
-    let options = IngestOptions { label, chunk_sources: 64, ..IngestOptions::default() };
+    let options = IngestOptions {
+        label,
+        chunk_sources: 64,
+        memory_budget: args.memory_budget_mib << 20,
+        ..IngestOptions::default()
+    };
     let mut segments = Some(epistore_sql::columnar::IngestSegments::new(store));
     // Package name -> episode label, to name a package the store rejects.
     let names: Mutex<HashMap<String, String>> = Mutex::new(HashMap::new());
@@ -334,7 +343,7 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
     let labels: Mutex<HashMap<(String, String), String>> = Mutex::new(HashMap::new());
     let report = store.ingest_from(
         &planned.units,
-        |unit: &Unit, _: &mut epistore_package::Reservation| {
+        |unit: &Unit, reservation: &mut epistore_package::Reservation| {
             let mut packages = Vec::new();
             if fast_already && stored.unit_already(unit) {
                 // Its own source part is in the store: not even read again.
@@ -343,6 +352,9 @@ fn ingest_runs(store: &Store, planned: &epistore_import::Plan, args: &ImportArgs
                 s.of(unit.format.name()).already_present += 1;
                 return packages;
             }
+            // The memory budget bounds import as it bounds ingest: a large log waits
+            // for room (or is read alone), its bytes held until its packages are stored.
+            reservation.charge(epistore_import::unit_bytes(unit));
             for run in read_unit(unit, &ctx) {
                 let mut s = shared.lock().expect("summary lock");
                 s.of(unit.format.name()).found += 1;

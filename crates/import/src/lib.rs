@@ -586,6 +586,26 @@ pub struct Context<'a> {
     pub prior: Option<&'a dyn Prior>,
 }
 
+/// About how many bytes reading `unit` holds at its peak (its source bytes, parsed,
+/// packaged and compressed: four times them, as measured by `benches/import_memory.py`
+/// on a 150 MiB log line, 632 MiB), for the caller to charge to its memory
+/// budget before [`read_unit`]: a unit as large as the budget is read alone, so a few
+/// large logs read on many threads at once cannot exhaust memory. A whole file counts
+/// its size; an archive member its uncompressed size as declared (the reader refuses
+/// one that decompresses past its limits). A line or object of a file counts nothing
+/// here: the file is shared by its many units and read once per unit within the
+/// per-file limits.
+pub fn unit_bytes(unit: &Unit) -> u64 {
+    let source = match &unit.part {
+        Part::Whole => unit.files.iter().filter_map(|f| std::fs::metadata(&f.path).ok()).map(|m| m.len()).sum(),
+        Part::Member(name) if unit.format == Format::Inspect => {
+            unit.files.first().and_then(|f| inspect::member_size(f, name)).unwrap_or(0)
+        }
+        Part::Member(_) | Part::Line(_) | Part::Object(_) => 0,
+    };
+    source.saturating_mul(4)
+}
+
 /// Phase 2: read one unit into its runs (a unit may hold several, e.g. a JSON file of
 /// OpenHands outputs), each finished into a validated package.
 pub fn read_unit(unit: &Unit, ctx: &Context) -> Vec<Result<Run, Refusal>> {

@@ -69,6 +69,14 @@ fn eval_samples(input: &Input) -> Result<Vec<SampleShape>, Refusal> {
     Ok(samples)
 }
 
+/// The uncompressed size a member of an `.eval` declares (`None`: not an archive, or
+/// no such member).
+pub(crate) fn member_size(input: &Input, name: &str) -> Option<u64> {
+    let mut zip = archive::open(input).ok()?;
+    let size = zip.by_name(name).ok()?.size();
+    Some(size)
+}
+
 pub(crate) fn read(unit: &Unit, ctx: &Context) -> Vec<Result<Recorder, Refusal>> {
     let input = &unit.files[0];
     match &unit.part {
