@@ -173,8 +173,8 @@ enum Command {
     Synth(SynthArgs),
     /// Give back the free space left in the store file by page allocation.
     Compact,
-    /// Copy a store written by an older build (format epistore-store/1 or /2) into the
-    /// current format. The old file is kept beside it (epistore.redb.format1 or .format2)
+    /// Copy a store written by an older build (format epistore-store/1, /2 or /3) into
+    /// the current format. The old file is kept beside it (epistore.redb.formatN)
     /// until you delete it.
     Migrate {
         #[arg(long, value_enum, default_value = "table")]
