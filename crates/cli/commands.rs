@@ -485,6 +485,25 @@ pub fn export_package(store_dir: &Path, episode: &str, dir: &Path) -> Result<Exi
 }
 
 pub fn verify(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<ExitCode> {
+    match verify_store(store_dir, format, repair) {
+        // Damage found on the way (a page redb cannot read, a value that fails its
+        // checksum where verify cannot go on) is still a verdict: damaged, exit 1.
+        Err(e) => match e.downcast_ref::<epistore_store::Error>() {
+            Some(damage @ (epistore_store::Error::Damaged(_) | epistore_store::Error::Corrupt(_))) => {
+                let problem = damage.to_string();
+                match format {
+                    OutputFormat::Json => println!("{}", json!({"intact": false, "problems": [problem]})),
+                    _ => println!("DAMAGED: the store cannot be verified\nproblem: {problem}"),
+                }
+                Ok(ExitCode::from(1))
+            }
+            _ => Err(e),
+        },
+        verdict => verdict,
+    }
+}
+
+fn verify_store(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<ExitCode> {
     let (report, repaired, segments, segment_problems) = if repair {
         if !store_dir.join(epistore_store::DB_FILE).is_file() {
             return Err(epistore_store::Error::NoStore(store_dir.to_path_buf()).into());

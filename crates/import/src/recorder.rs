@@ -364,6 +364,9 @@ pub struct Recorder {
     edit_diffs: Vec<String>,
     /// Some diff was numbered within its fragment, not the file.
     fragment_diffs: bool,
+    /// The largest file a package may hold (`epistore_package::Limits`): a source copy
+    /// or tool output past it is left out or cut, so the package still ingests.
+    max_file_bytes: u64,
     /// The calls being recorded are a person's or the harness's, not the agent's: they
     /// get no assistant call and tool result messages.
     not_agent: bool,
@@ -419,7 +422,14 @@ impl Recorder {
             edit_diffs: Vec::new(),
             fragment_diffs: false,
             not_agent: false,
+            max_file_bytes: epistore_package::Limits::default().max_file_bytes,
         }
+    }
+
+    /// A smaller file limit than the package format's, for tests of what happens past it.
+    #[cfg(test)]
+    pub(crate) fn limit_files_to(&mut self, bytes: u64) {
+        self.max_file_bytes = bytes;
     }
 
     pub fn episode(&self) -> &str {
@@ -511,7 +521,19 @@ impl Recorder {
         // A secret in a file name never becomes a package path (the name itself is in
         // the provenance, which the secret scan covers).
         let path = format!("artifacts/source/{}", safe_name(&secrets::redact_str(artifact).0));
-        self.file(path.clone(), bytes).map_err(|p| Refusal::new(name, None, p.message))?;
+        if bytes.len() as u64 > self.max_file_bytes {
+            // Past the limit of a package file, a copy would make the package one that
+            // `ingest` (and an `export-package` round trip) refuses: the provenance keeps
+            // the file's name and blake3, the copy is left out.
+            self.note(format!(
+                "the source {name} ({} bytes) is over the {} bytes a package file may hold: not copied into \
+                 artifacts/source/ (its blake3 is in provenance.source_files)",
+                bytes.len(),
+                self.max_file_bytes
+            ));
+        } else {
+            self.file(path.clone(), bytes).map_err(|p| Refusal::new(name, None, p.message))?;
+        }
         self.sources.push(SourceFile {
             name: name.to_string(),
             blake3: whole_blake3.to_string(),
@@ -713,8 +735,21 @@ impl Recorder {
         }
         if call.output_seen {
             let path = output_path(seq);
+            let mut output = call.output.as_bytes().to_vec();
+            if output.len() as u64 > self.max_file_bytes {
+                // Cut to what a package file may hold (on a character boundary), saying so.
+                let marker =
+                    format!("\n[epistore: output cut at the package file limit; it was {} bytes]", output.len());
+                let mut keep = (self.max_file_bytes as usize).saturating_sub(marker.len());
+                while keep > 0 && !call.output.is_char_boundary(keep) {
+                    keep -= 1;
+                }
+                output.truncate(keep);
+                output.extend_from_slice(marker.as_bytes());
+                self.note(format!("the output of tools record {seq} was cut to the package file limit"));
+            }
             // A path the recorder chose cannot collide with a reserved one.
-            let _ = self.file(path.clone(), call.output.as_bytes().to_vec());
+            let _ = self.file(path.clone(), output);
             f.insert("output".into(), json!(path));
         }
         self.after_complete = true;
@@ -1652,6 +1687,35 @@ mod tests {
             ])
         );
         assert!(plain.raw.file("patch.diff").unwrap().windows(GHP.len()).all(|w| w != GHP.as_bytes()));
+    }
+
+    /// A source file or a tool output past the package file limit: the package still
+    /// ingests (so `export-package` and `ingest` round-trip it), and says what it left
+    /// out or cut.
+    #[test]
+    fn what_is_past_the_package_file_limit_is_left_out_or_cut_and_said() {
+        use crate::recorder::{Call, Grade, Part, Recorder};
+        use crate::Format;
+        let mut rec = Recorder::new(Format::Codex, "big");
+        rec.limit_files_to(1_000);
+        rec.model("gpt-5");
+        rec.source("rollout.jsonl", &"cd".repeat(32), Part::Whole, vec![b'x'; 5_000]).unwrap();
+        rec.shell(Call::new("shell").exit(Some(0), Grade::Observed).output("é".repeat(2_000)), "cat big.txt");
+        let (package, _) = rec.finish(&Options::default()).unwrap();
+        assert!(package.raw.file("artifacts/source/rollout.jsonl").is_none());
+        let provenance = package.episode.manifest.provenance().unwrap();
+        assert_eq!(provenance["source_files"][0]["blake3"], json!("cd".repeat(32)));
+        let notes = provenance["notes"].to_string();
+        assert!(notes.contains("the source rollout.jsonl (5000 bytes) is over the 1000 bytes"), "{notes}");
+        assert!(notes.contains("was cut to the package file limit"), "{notes}");
+        let path = package.episode.tools.as_ref().unwrap()[0].output.clone().expect("the output file is named");
+        let output = package.raw.file(&path).unwrap();
+        assert!(output.len() <= 1_000, "{}", output.len());
+        let text = std::str::from_utf8(output).expect("cut on a character boundary");
+        assert!(text.starts_with("éé") && text.ends_with("it was 4000 bytes]"), "{text}");
+        // Within the limits a store applies: the package ingests as built.
+        let limits = epistore_package::Limits { max_file_bytes: 1_000, ..Default::default() };
+        assert!(package.raw.files.iter().all(|f| f.bytes.len() as u64 <= limits.max_file_bytes));
     }
 
     #[test]
