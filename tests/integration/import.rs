@@ -466,3 +466,28 @@ fn a_run_is_counted_once_however_its_copies_arrive() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains(&format!("run {sid} was read from both")), "{}", text(&out.stderr));
 }
+
+/// A Claude Code line whose text was cut inside an emoji (a lone `\ud83d` escape, which
+/// serde_json refuses) is imported with U+FFFD in its place, not skipped unseen.
+#[test]
+fn a_lone_surrogate_in_a_log_is_read_as_the_replacement_character() {
+    let store = TestStore::new();
+    let dir = store.dir.path().join("projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = |uuid: &str, ts: &str, role: &str, content: &str| {
+        format!(
+            r#"{{"type":"{role}","sessionId":"5u","uuid":"{uuid}","timestamp":"{ts}","cwd":"/w","message":{{"role":"{role}","model":"claude-sonnet-4-5","id":"m{uuid}","content":{content}}}}}"#
+        )
+    };
+    let log = [
+        line("u1", "2026-01-01T00:00:00Z", "user", r#""fix it \ud83d""#),
+        line("a1", "2026-01-01T00:00:01Z", "assistant", r#"[{"type":"text","text":"done"}]"#),
+    ]
+    .join("\n");
+    std::fs::write(dir.join("5u.jsonl"), log + "\n").unwrap();
+    let out = store.run(&["import", "--quiet", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows = store.sql("SELECT text FROM messages WHERE role = 'user'");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["text"], "fix it \u{fffd}");
+}

@@ -167,17 +167,74 @@ fn too_deep_bytes(bytes: &[u8]) -> Option<usize> {
 /// deep, past the 128 levels plain `serde_json` stops at (so an importer takes what
 /// `ingest` takes); deeper is an error naming its line, found before any parsing, so
 /// no value too deep to drop is ever built.
+///
+/// Agents' logs are read leniently in one way: a `\uD83D` escape with no partner (a
+/// lone UTF-16 surrogate, which a tool cutting text inside an emoji writes) is read as
+/// U+FFFD, the replacement character, where `serde_json` refuses the whole text.
 pub fn json_from_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
     if let Some(line) = too_deep_bytes(bytes) {
         return Err(serde::de::Error::custom(format!(
             "JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit) at line {line}"
         )));
     }
+    match deserialize_deep(bytes) {
+        Err(e) => {
+            // Only when the text holds a lone surrogate; otherwise the error stands.
+            let fixed = without_lone_surrogates(bytes);
+            if fixed == bytes {
+                return Err(e);
+            }
+            deserialize_deep(&fixed)
+        }
+        read => read,
+    }
+}
+
+fn deserialize_deep<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     de.disable_recursion_limit();
     let value = T::deserialize(serde_stacker::Deserializer::new(&mut de))?;
     de.end()?;
     Ok(value)
+}
+
+/// `bytes` with every `\uXXXX` escape of a lone surrogate (one not part of a
+/// high-low pair) replaced by `\uFFFD`. Escaped backslashes are skipped whole, so
+/// `\\uD800` (a backslash, then text) is left alone.
+fn without_lone_surrogates(bytes: &[u8]) -> Vec<u8> {
+    let unit = |at: usize| -> Option<u16> {
+        let hex = bytes.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            out.push(bytes[at]);
+            at += 1;
+            continue;
+        }
+        match unit(at) {
+            Some(0xD800..=0xDBFF) if matches!(unit(at + 6), Some(0xDC00..=0xDFFF)) => {
+                out.extend_from_slice(&bytes[at..at + 12]);
+                at += 12;
+            }
+            Some(0xD800..=0xDFFF) => {
+                out.extend_from_slice(b"\\uFFFD");
+                at += 6;
+            }
+            _ => {
+                // Any other escape: the backslash and the character it escapes.
+                let end = (at + 2).min(bytes.len());
+                out.extend_from_slice(&bytes[at..end]);
+                at = end;
+            }
+        }
+    }
+    out
 }
 
 /// [`json_from_slice`] of text.
@@ -869,6 +926,21 @@ pub(crate) mod tests {
         // Brackets inside strings are text, not nesting.
         let in_string = format!(r#"{{"label": "failed", "note": "{}"}}"#, "[".repeat(5000));
         assert!(Pkg::minimal().file(OUTCOME, in_string).parse().is_ok());
+    }
+
+    #[test]
+    fn a_lone_surrogate_in_an_agents_log_reads_as_the_replacement_character() {
+        let read = |text: &str| json_from_str::<Value>(text).map(|v| v["t"].as_str().unwrap().to_string());
+        // serde_json alone refuses each of these.
+        assert!(serde_json::from_str::<Value>(r#"{"t": "a \ud83d b"}"#).is_err());
+        assert_eq!(read(r#"{"t": "a \ud83d b"}"#).unwrap(), "a \u{fffd} b");
+        assert_eq!(read(r#"{"t": "cut \ud83d"}"#).unwrap(), "cut \u{fffd}");
+        assert_eq!(read(r#"{"t": "\udc00\ud800"}"#).unwrap(), "\u{fffd}\u{fffd}");
+        // A pair stays a character; an escaped backslash before `u` is text.
+        assert_eq!(read(r#"{"t": "\ud83d\ude00 \ud800"}"#).unwrap(), "\u{1f600} \u{fffd}");
+        assert_eq!(read(r#"{"t": "\\ud800"}"#).unwrap(), "\\ud800");
+        // Other errors stay errors.
+        assert!(read(r#"{"t": "\uZZZZ"}"#).is_err());
     }
 
     #[test]
