@@ -70,16 +70,7 @@ fn serve_runs_at_most_max_queries_at_once() {
 
     let store = TestStore::new();
     assert!(store.ingest(&[&dataset()]).status.success());
-    let mut child = store
-        .command()
-        .args(["serve", "--addr", "127.0.0.1:0", "--max-queries", "1", "--query-timeout-secs", "3"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on grpc://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+    let (mut child, addr) = store.serve(&["--max-queries", "1", "--query-timeout-secs", "3"]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let connect = || async {

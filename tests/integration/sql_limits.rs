@@ -4,8 +4,6 @@
 //! `metrics --where`, `leaderboard --where`, Flight SQL), and statements at the limits
 //! still run.
 
-use std::process::Stdio;
-
 use crate::util::*;
 
 fn union(n: usize) -> String {
@@ -130,16 +128,7 @@ fn serve_refuses_what_the_command_line_refuses_and_stays_up() {
 
     let store = TestStore::new();
     assert!(store.ingest(&[&dataset()]).status.success());
-    let mut child = store
-        .command()
-        .args(["serve", "--addr", "127.0.0.1:0", "--query-timeout-secs", "60"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on grpc://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+    let (mut child, addr) = store.serve(&["--query-timeout-secs", "60"]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let channel =

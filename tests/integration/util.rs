@@ -42,6 +42,23 @@ impl TestStore {
         self.command().args(args).output().unwrap()
     }
 
+    /// `epistore serve` on a free loopback port with `extra` arguments: the running
+    /// child and the address it printed (`host:port`).
+    pub fn serve(&self, extra: &[&str]) -> (std::process::Child, String) {
+        let mut child = self
+            .command()
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let addr = line.trim().strip_prefix("listening on grpc://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+        (child, addr)
+    }
+
     /// Writes a synthetic population (`epistore synth`, small tool outputs) beside the
     /// store and returns its directory; nothing is ingested.
     pub fn synth(&self, episodes: usize, seed: u64) -> PathBuf {
