@@ -219,20 +219,15 @@ enum Copy {
     Older,
 }
 
-/// `new` against the stored copy `old`, as written, or redacted as `import --redact`
-/// wrote `old` (the same secrets give the same replacements, so a grown log's redacted
-/// form still starts with the redacted copy).
+/// `new` against the stored copy `old`.
 fn copy_relation(old: &[u8], new: &[u8]) -> Option<Copy> {
-    let relation = |new: &[u8]| {
-        if old.len() < new.len() && new.starts_with(old) {
-            Some(Copy::Grown)
-        } else if new.len() < old.len() && old.starts_with(new) {
-            Some(Copy::Older)
-        } else {
-            None
-        }
-    };
-    relation(new).or_else(|| relation(&epistore_import::secrets::redact(new).0))
+    if old.len() < new.len() && new.starts_with(old) {
+        Some(Copy::Grown)
+    } else if new.len() < old.len() && old.starts_with(new) {
+        Some(Copy::Older)
+    } else {
+        None
+    }
 }
 
 impl StoredImports {
@@ -240,6 +235,10 @@ impl StoredImports {
     fn stored_copy(&self, format: Format, episode: &str, file: &Path, wanted: Copy) -> Option<Hash> {
         let candidates = self.by_label.get(&(format.name().to_string(), episode.to_string()))?;
         let new = std::fs::read(file).ok()?;
+        // The log as `import --redact` would have stored it (the same secrets give the
+        // same replacements, so a grown log's redacted form still starts with the
+        // redacted copy): made once, when a copy as written does not match.
+        let mut redacted: Option<Vec<u8>> = None;
         let snapshot = self.snapshot.lock().ok()?;
         for (id, file) in candidates {
             let Ok(Some(record)) = snapshot.episode(id) else {
@@ -248,7 +247,10 @@ impl StoredImports {
             let Ok(old) = snapshot.file(&record, file) else {
                 continue;
             };
-            if copy_relation(&old, &new) == Some(wanted) {
+            let relation = copy_relation(&old, &new).or_else(|| {
+                copy_relation(&old, redacted.get_or_insert_with(|| epistore_import::secrets::redact(&new).0))
+            });
+            if relation == Some(wanted) {
                 return Some(*id);
             }
         }

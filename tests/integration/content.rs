@@ -308,12 +308,7 @@ fn secrets_in_tool_output_and_messages_are_found_and_with_redact_gone_everywhere
         assert!(out.status.success(), "{}", text(&out.stderr));
         // Every base table as JSON Lines (uncompressed text, so a key would show).
         let export = store.dir.path().join("export");
-        std::fs::create_dir_all(&export).unwrap();
-        for table in ["episodes", "actions", "tools", "messages", "checks", "interventions", "context", "entropy"] {
-            let file = export.join(format!("{table}.jsonl"));
-            let out = store.run(&["export", "--table", table, "--format", "jsonl", "--out", file.to_str().unwrap()]);
-            assert!(out.status.success(), "{}", text(&out.stderr));
-        }
+        store.export_tables_jsonl(&export);
         let exported: Vec<u8> = walk(&export).iter().flat_map(|f| std::fs::read(f).unwrap()).collect();
         assert_eq!(contains(&exported, AWS_ID), !redact, "the tool output is exported as text");
         for file in walk(&pkg).into_iter().chain(walk(&export)) {

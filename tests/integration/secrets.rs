@@ -159,13 +159,7 @@ fn everything_written(store: &TestStore) -> Vec<(PathBuf, Vec<u8>)> {
         let out = store.run(&["export-package", id, pkg.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
-    let tables = out_dir.join("tables");
-    std::fs::create_dir_all(&tables).unwrap();
-    for table in ["episodes", "actions", "tools", "messages", "checks", "interventions", "context", "entropy"] {
-        let file = tables.join(format!("{table}.jsonl"));
-        let out = store.run(&["export", "--table", table, "--format", "jsonl", "--out", file.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-    }
+    store.export_tables_jsonl(&out_dir.join("tables"));
     let site = out_dir.join("site");
     let out = store.run(&[
         "leaderboard",

@@ -42,6 +42,17 @@ impl TestStore {
         self.command().args(args).output().unwrap()
     }
 
+    /// Every base table exported as JSON Lines (uncompressed text, so a string in any
+    /// column shows in the bytes) into `dir`, one file per table.
+    pub fn export_tables_jsonl(&self, dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        for table in ["episodes", "actions", "tools", "messages", "checks", "interventions", "context", "entropy"] {
+            let file = dir.join(format!("{table}.jsonl"));
+            let out = self.run(&["export", "--table", table, "--format", "jsonl", "--out", file.to_str().unwrap()]);
+            assert!(out.status.success(), "export {table}: {}", text(&out.stderr));
+        }
+    }
+
     /// `epistore serve` on a free loopback port with `extra` arguments: the running
     /// child and the address it printed (`host:port`).
     pub fn serve(&self, extra: &[&str]) -> (std::process::Child, String) {

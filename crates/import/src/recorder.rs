@@ -1129,7 +1129,7 @@ impl Recorder {
         let derived = self.builder.derive().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         let outcome = self.outcome(&derived.posture);
         // The final message was counted (and replaced) with the records.
-        let outcome = scrub(outcome, &["final_message"], options.redact, &mut secrets, "the outcome");
+        let outcome = scrub(outcome, &["/final_message"], options.redact, &mut secrets, "the outcome");
         self.builder.outcome(outcome);
         let package = self.builder.finish().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         Ok((package, secrets))
@@ -1373,58 +1373,39 @@ impl Recorder {
 /// (the task and cluster, which a git remote or a path can name; the episode and
 /// source file names; versions). The prompt and notes were counted with the records.
 fn scrub_manifest(manifest: Value, redact: bool, counts: &mut SecretCounts) -> Value {
-    scrub(manifest, &["prompt", "notes"], redact, counts, "the manifest")
+    scrub(manifest, &["/task/prompt", "/provenance/notes"], redact, counts, "the manifest")
 }
 
-/// `doc` with the secrets in its strings (outside the `skip` keys, at any depth)
-/// counted into `counts` and, with `redact`, replaced, saying so in the manifest's
-/// notes when `doc` has them.
-fn scrub(doc: Value, skip: &[&str], redact: bool, counts: &mut SecretCounts, what: &str) -> Value {
+/// `doc` with the secrets in its strings (outside the `counted` JSON pointers, which
+/// the records pass saw already) counted into `counts` and, with `redact`, replaced,
+/// saying so in the manifest's notes when `doc` has them.
+fn scrub(mut doc: Value, counted: &[&str], redact: bool, counts: &mut SecretCounts, what: &str) -> Value {
+    // Set aside what was counted, scan the rest once, put it back.
+    let aside: Vec<Option<Value>> = counted.iter().map(|p| doc.pointer_mut(p).map(Value::take)).collect();
     let mut found = SecretCounts::new();
-    let mut view = doc.clone();
-    strip_keys(&mut view, skip);
-    if redact_value(&view, &mut found).is_none() {
+    let redacted = redact_value(&doc, &mut found);
+    if redact {
+        if let Some(r) = redacted {
+            doc = r;
+        }
+    }
+    for (pointer, value) in counted.iter().zip(aside) {
+        if let (Some(slot), Some(value)) = (doc.pointer_mut(pointer), value) {
+            *slot = value;
+        }
+    }
+    if found.is_empty() {
         return doc;
     }
     secrets::add_counts(counts, &found);
-    if !redact {
-        return doc;
-    }
-    let mut doc = doc;
-    scrub_in_place(&mut doc, skip);
-    let n: usize = found.iter().map(|(_, n)| n).sum();
-    let names: Vec<&str> = found.iter().map(|(p, _)| *p).collect();
-    if let Some(Value::Array(notes)) = doc.pointer_mut("/provenance/notes") {
-        notes.push(json!(format!("redacted {n} secrets (patterns: {}) in {what}", names.join(", "))));
+    if redact {
+        let n: usize = found.iter().map(|(_, n)| n).sum();
+        let names: Vec<&str> = found.iter().map(|(p, _)| *p).collect();
+        if let Some(Value::Array(notes)) = doc.pointer_mut("/provenance/notes") {
+            notes.push(json!(format!("redacted {n} secrets (patterns: {}) in {what}", names.join(", "))));
+        }
     }
     doc
-}
-
-fn strip_keys(value: &mut Value, skip: &[&str]) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|k, _| !skip.contains(&k.as_str()));
-            map.values_mut().for_each(|v| strip_keys(v, skip));
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| strip_keys(v, skip)),
-        _ => {}
-    }
-}
-
-fn scrub_in_place(value: &mut Value, skip: &[&str]) {
-    match value {
-        Value::String(s) => {
-            let (redacted, n) = secrets::redact_str(s);
-            if n > 0 {
-                *s = redacted;
-            }
-        }
-        Value::Object(map) => {
-            map.iter_mut().filter(|(k, _)| !skip.contains(&k.as_str())).for_each(|(_, v)| scrub_in_place(v, skip))
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| scrub_in_place(v, skip)),
-        _ => {}
-    }
 }
 
 /// `value` with the secrets in its strings replaced (counted into `counts`), or `None`

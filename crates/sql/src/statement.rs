@@ -10,7 +10,7 @@ use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::{CopyToSource, DFParser, Statement as DFStatement};
-use datafusion::sql::sqlparser::ast::{Expr, ObjectName, Query, Select, Visit, Visitor};
+use datafusion::sql::sqlparser::ast::{Expr, Ident, ObjectName, Query, Select, Visit, Visitor};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
@@ -255,9 +255,7 @@ pub fn check_tree(statement: &DFStatement) -> Result<()> {
     let mut tables = ExpandedTables::default();
     match visit_statement(statement, &mut tables) {
         ControlFlow::Break(refusal) => refuse(refusal),
-        ControlFlow::Continue(()) if tables.read.saturating_sub(tables.declared) > LIMITS.tables => {
-            refuse(tables_refusal())
-        }
+        ControlFlow::Continue(()) if tables.expanded() > LIMITS.tables => refuse(tables_refusal()),
         ControlFlow::Continue(()) => Ok(()),
     }
 }
@@ -356,11 +354,21 @@ struct ExpandedTables {
 
 impl ExpandedTables {
     fn weight(&self, name: &ObjectName) -> usize {
-        let last = name.0.last().and_then(|part| part.as_ident()).map(|ident| match ident.quote_style {
-            Some(_) => ident.value.clone(),
-            None => ident.value.to_lowercase(),
-        });
+        let last = name.0.last().and_then(|part| part.as_ident()).map(folded);
         last.and_then(|name| self.ctes.get(&name).copied()).unwrap_or(1)
+    }
+
+    /// What the walk counted outside CTE bodies.
+    fn expanded(&self) -> usize {
+        self.read.saturating_sub(self.declared)
+    }
+}
+
+/// A name as SQL resolves it: unquoted names fold to lower case.
+fn folded(ident: &Ident) -> String {
+    match ident.quote_style {
+        Some(_) => ident.value.clone(),
+        None => ident.value.to_lowercase(),
     }
 }
 
@@ -371,15 +379,11 @@ impl Visitor for ExpandedTables {
         for cte in query.with.iter().flat_map(|with| &with.cte_tables) {
             let mut body = ExpandedTables { ctes: self.ctes.clone(), read: 0, declared: 0 };
             cte.query.visit(&mut body)?;
-            if body.read.saturating_sub(body.declared) > LIMITS.tables {
+            if body.expanded() > LIMITS.tables {
                 return ControlFlow::Break(tables_refusal());
             }
             self.declared = self.declared.saturating_add(body.read);
-            let name = match cte.alias.name.quote_style {
-                Some(_) => cte.alias.name.value.clone(),
-                None => cte.alias.name.value.to_lowercase(),
-            };
-            self.ctes.insert(name, body.read.max(1));
+            self.ctes.insert(folded(&cte.alias.name), body.expanded().max(1));
         }
         ControlFlow::Continue(())
     }

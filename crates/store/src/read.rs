@@ -115,6 +115,16 @@ impl Snapshot {
         Ok(self.decoder.get_or_init(|| Decoder(std::sync::Arc::new(dictionaries))).clone())
     }
 
+    /// Dictionary `number` from whichever copy passes its checksum, the first copy
+    /// first; `None` when neither does.
+    pub(crate) fn intact_dictionary(&self, sums: &Sums, number: u32) -> Result<Option<Vec<u8>>> {
+        let primary = table!(self.txn, DICTIONARIES).get(number).map_err(Error::redb)?.map(|v| v.value().to_vec());
+        match primary {
+            Some(p) if sums.check(SUM_DICTIONARY, u64::from(number), &p, String::new).is_ok() => Ok(Some(p)),
+            _ => self.dictionary_copy(sums, number),
+        }
+    }
+
     /// The second copy of dictionary `number`, when there is one and it passes the
     /// dictionary's checksum.
     pub(crate) fn dictionary_copy(&self, sums: &Sums, number: u32) -> Result<Option<Vec<u8>>> {

@@ -113,18 +113,22 @@ impl Snapshot {
             report.repairable.dedup();
             // `repair` derives again from the stored record's file listing: an episode
             // whose record no longer decodes (its dictionary lost) is not repairable.
-            let mut decodes = Vec::with_capacity(report.repairable.len());
-            for id in &report.repairable {
-                let record = match self.number(id)? {
-                    Some(number) => table!(self.txn, EPISODE_DATA).get(number).map_err(Error::redb)?,
-                    None => None,
-                };
-                decodes.push(record.is_some_and(|v| decoder.record(v.value()).is_ok()));
+            let mut repairable = Vec::with_capacity(report.repairable.len());
+            for id in std::mem::take(&mut report.repairable) {
+                if self.stored_record(&id, &decoder)?.is_some() {
+                    repairable.push(id);
+                }
             }
-            let mut decodes = decodes.into_iter();
-            report.repairable.retain(|_| decodes.next().unwrap_or(false));
+            report.repairable = repairable;
             Ok(report)
         })
+    }
+
+    /// Episode `id`'s number and stored record, if the record decodes with `decoder`.
+    fn stored_record(&self, id: &Hash, decoder: &Decoder) -> Result<Option<(u64, EpisodeRecord)>> {
+        let Some(number) = self.number(id)? else { return Ok(None) };
+        let value = table!(self.txn, EPISODE_DATA).get(number).map_err(Error::redb)?;
+        Ok(value.and_then(|v| decoder.record(v.value()).ok()).map(|record| (number, record)))
     }
 
     /// Dictionaries: each against its checksum. Returns a decoder with the intact ones,
@@ -524,15 +528,7 @@ impl Store {
                 let sums = snapshot.sums()?;
                 let mut intact = Vec::new();
                 for &number in &found.dictionaries_to_restore {
-                    let primary = table!(snapshot.txn, DICTIONARIES)
-                        .get(number)
-                        .map_err(Error::redb)?
-                        .map(|v| v.value().to_vec());
-                    let good = match primary {
-                        Some(p) if sums.check(SUM_DICTIONARY, u64::from(number), &p, String::new).is_ok() => Some(p),
-                        _ => snapshot.dictionary_copy(&sums, number)?,
-                    };
-                    intact.extend(good.map(|g| (number, g)));
+                    intact.extend(snapshot.intact_dictionary(&sums, number)?.map(|d| (number, d)));
                 }
                 drop(sums);
                 drop(snapshot);
@@ -567,37 +563,30 @@ impl Store {
         found: VerifyReport,
         mut report: RepairReport,
     ) -> Result<RepairReport> {
-        {
-            if found.repairable.is_empty() {
-                report.remaining = found.problems;
-                return Ok(report);
-            }
-            let logged = snapshot.verify_log(&mut VerifyReport::default())?;
-            let mut fresh = Vec::new();
-            // The intact dictionaries only: an episode packed with a lost one is skipped
-            // (it stays among the problems), the others are repaired.
-            let decoder = snapshot.verify_dictionaries(&mut VerifyReport::default())?;
-            for id in &found.repairable {
-                let Some(number) = snapshot.number(id)? else { continue };
-                let stored = table!(snapshot.txn, EPISODE_DATA)
-                    .get(number)
-                    .map_err(Error::redb)?
-                    .and_then(|v| decoder.record(v.value()).ok());
-                // A record that no longer decodes lost its file listing, which is
-                // ingested, not derived: nothing to derive it again from.
-                let Some(stored) = stored else { continue };
-                for (number, stored, derived) in snapshot.rederive_chunk(&[(number, stored)], &logged)? {
-                    if let Ok(derived) = derived {
-                        fresh.push((number, stored, derived));
-                    }
+        if found.repairable.is_empty() {
+            report.remaining = found.problems;
+            return Ok(report);
+        }
+        let logged = snapshot.verify_log(&mut VerifyReport::default())?;
+        let mut fresh = Vec::new();
+        // The intact dictionaries only: an episode packed with a lost one is skipped
+        // (it stays among the problems), the others are repaired.
+        let decoder = snapshot.verify_dictionaries(&mut VerifyReport::default())?;
+        for id in &found.repairable {
+            // A record that no longer decodes lost its file listing, which is
+            // ingested, not derived: nothing to derive it again from.
+            let Some((number, stored)) = snapshot.stored_record(id, &decoder)? else { continue };
+            for (number, stored, derived) in snapshot.rederive_chunk(&[(number, stored)], &logged)? {
+                if let Ok(derived) = derived {
+                    fresh.push((number, stored, derived));
                 }
             }
-            drop(snapshot);
-            self.write_repairs(db, &fresh)?;
-            report.repaired = fresh.iter().map(|(_, stored, _)| stored.id).collect();
-            report.remaining = self.snapshot()?.verify()?.problems;
-            Ok(report)
         }
+        drop(snapshot);
+        self.write_repairs(db, &fresh)?;
+        report.repaired = fresh.iter().map(|(_, stored, _)| stored.id).collect();
+        report.remaining = self.snapshot()?.verify()?.problems;
+        Ok(report)
     }
 
     fn write_repairs(&self, db: &redb::Database, fresh: &[(u64, EpisodeRecord, Rederived)]) -> Result<()> {
