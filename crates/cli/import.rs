@@ -110,6 +110,8 @@ impl ImportArgs {
             mapping: self.mapping.clone(),
             redact: self.redact,
             growing: self.growing,
+            // Parquet corpora: read here, where Arrow may be (never in the import crate).
+            row_files: Some(epistore_import_parquet::Parquet::reader()),
         }
     }
 }

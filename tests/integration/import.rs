@@ -502,3 +502,57 @@ fn a_lone_surrogate_in_a_log_is_read_as_the_replacement_character() {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["text"], "fix it \u{fffd}");
 }
+
+/// The rows of a JSON Lines corpus written as Parquet (Arrow's schema inference).
+fn as_parquet(jsonl: &Path, out: &Path) {
+    use datafusion::arrow::json::reader::{infer_json_schema_from_seekable, ReaderBuilder};
+    use datafusion::parquet::arrow::ArrowWriter;
+    use std::io::{BufReader, Seek};
+    let mut file = BufReader::new(std::fs::File::open(jsonl).unwrap());
+    let schema = std::sync::Arc::new(infer_json_schema_from_seekable(&mut file, None).unwrap().0);
+    file.rewind().unwrap();
+    let mut writer = ArrowWriter::try_new(std::fs::File::create(out).unwrap(), schema.clone(), None).unwrap();
+    for batch in ReaderBuilder::new(schema).build(file).unwrap() {
+        writer.write(&batch.unwrap()).unwrap();
+    }
+    writer.close().unwrap();
+}
+
+#[test]
+fn a_parquet_corpus_imports_a_row_per_episode_and_one_without_messages_is_refused_by_its_columns() {
+    let store = TestStore::new();
+    let dir = store.dir.path().join("corpus");
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = real("trajectories/swe-smith-trajectories/sample.trajectories.jsonl");
+    let rows = std::fs::read_to_string(&source).unwrap().lines().filter(|l| !l.trim().is_empty()).count();
+    as_parquet(&source, &dir.join("train-00000-of-00001.parquet"));
+    let (code, summary, stderr) = import(&store, std::slice::from_ref(&dir), &[]);
+    assert_eq!(code, 0, "{summary}\n{stderr}");
+    assert_eq!(tally(&summary)["trajectories"], (rows as u64, rows as u64, 0, 0), "{summary}");
+    // The same episodes as the JSON Lines: importing those finds every one present.
+    let (code, again, _) = import(&store, &[source], &[]);
+    assert_eq!(code, 0);
+    assert_eq!(tally(&again)["trajectories"].1, rows as u64, "different sources: stored as episodes of their own");
+    let labels = store.sql("SELECT count(DISTINCT episode) AS n, count(*) AS all_ FROM episodes");
+    assert_eq!(labels[0]["n"], rows as u64, "the Parquet rows and the JSON Lines rows carry the same run ids");
+    // Importing the Parquet again adds nothing.
+    let (_, third, _) = import(&store, std::slice::from_ref(&dir), &[]);
+    assert_eq!(tally(&third)["trajectories"], (rows as u64, 0, rows as u64, 0), "{third}");
+
+    // A Parquet file of something else: refused, naming its columns; nothing stored.
+    let other = store.dir.path().join("scores.parquet");
+    as_parquet_of(&other, "{\"task\": \"a\", \"score\": 1}\n");
+    let before = store.episode_count();
+    let (code, summary, _) = import(&store, &[other], &[]);
+    assert_eq!(code, 1, "{summary}");
+    let reason = summary["refused"][0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("no messages column") && reason.contains("`task`, `score`"), "{reason}");
+    assert_eq!(store.episode_count(), before);
+}
+
+fn as_parquet_of(out: &Path, jsonl: &str) {
+    let tmp = out.with_extension("jsonl");
+    std::fs::write(&tmp, jsonl).unwrap();
+    as_parquet(&tmp, out);
+    std::fs::remove_file(tmp).unwrap();
+}

@@ -48,7 +48,7 @@ pub use registry::{
     classify, classify_bytes, detect, detect_bytes, Confidence, Detection, Format, Importer, Sniff, IMPORTERS,
     SNIFF_BYTES,
 };
-pub use trajectories::Mapping;
+pub use trajectories::{Mapping, RowFiles, RowReader, Rows};
 
 /// What the command line overrides (section 2's override column).
 #[derive(Debug, Clone, Default)]
@@ -73,6 +73,9 @@ pub struct Options {
     /// The logs are still being written (`epistore watch`): a JSON Lines file whose
     /// last line has not ended is skipped, to be read once it has.
     pub growing: bool,
+    /// Trajectory datasets as Parquet: the reader (a crate that may use Arrow); without
+    /// one, a Parquet file is refused with a reason.
+    pub row_files: Option<RowReader>,
 }
 
 /// A log that cannot be imported, located as precisely as the log allows.

@@ -82,6 +82,14 @@ impl Mapping {
         };
         row.remove(&key).filter(|v| !v.is_null())
     }
+    /// Whether a file with these top-level columns has the messages column.
+    pub(super) fn has_messages_column(&self, columns: &[String]) -> bool {
+        let has = |name: &str| columns.iter().any(|c| c == name);
+        match &self.messages {
+            Some(p) => has(p.split('.').next().unwrap_or(p)),
+            None => MESSAGES.iter().any(|m| has(m)),
+        }
+    }
     pub(super) fn model(&self, row: &Map<String, Value>) -> Option<String> {
         self.model_const.clone().or_else(|| self.pick(row, &self.model, &MODEL).and_then(text))
     }

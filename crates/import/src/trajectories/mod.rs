@@ -6,8 +6,11 @@
 //! names, or a `--mapping` file).
 //!
 //! The plan makes one unit per line, remembering where its bytes are, so a corpus of
-//! any size is read a row at a time, in parallel, in bounded memory.
+//! any size is read a row at a time, in parallel, in bounded memory. A Parquet corpus
+//! is read the same way, a row at a time, through a reader handed in by the caller
+//! ([`columnar`]: this crate stays free of Arrow).
 
+mod columnar;
 mod mapping;
 mod row;
 
@@ -16,6 +19,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+pub use columnar::{RowFiles, RowReader, Rows};
 pub use mapping::Mapping;
 
 use crate::{Context, Format, Input, Part, Plan, Recorder, Refusal, Unit, Verdict};
@@ -52,6 +56,11 @@ impl crate::Importer for Trajectories {
         &["trajectories.jsonl"]
     }
     fn detect(&self, s: &crate::Sniff) -> Option<crate::Confidence> {
+        // Any Parquet file is claimed by its name and magic; planning refuses one without
+        // a messages column, naming the columns it has.
+        if columnar::is_parquet(s.head, &s.name) {
+            return Some(crate::Confidence::Name);
+        }
         // A corpus row is long: the first line may not fit the sniff, so its keys are
         // looked for as text too.
         if let Some(first) = &s.first {
@@ -81,10 +90,14 @@ impl crate::Importer for Trajectories {
             None => Arc::new(Mapping::default()),
         };
         for input in inputs {
+            if columnar::is_parquet(&head(&input), &input.file_name().to_lowercase()) {
+                plan_columnar(&input, &mapping, options, plan);
+                continue;
+            }
             match spans(&input) {
                 Ok(spans) => {
                     for span in spans {
-                        let planned = Planned { span, mapping: mapping.clone() };
+                        let planned = Planned { place: Place::Line(span), mapping: mapping.clone() };
                         plan.units.push(Unit::new(FORMAT, vec![input.clone()], Part::Line(span.line)).with(planned));
                     }
                 }
@@ -97,10 +110,60 @@ impl crate::Importer for Trajectories {
     }
 }
 
-/// What the plan found for a row: where its bytes are, and the mapping.
+/// What the plan found for a row: where it is, and the mapping.
 struct Planned {
-    span: Span,
+    place: Place,
     mapping: Arc<Mapping>,
+}
+
+/// Where a row is: a line of a JSON Lines file, or a row of an open columnar file.
+#[derive(Clone)]
+enum Place {
+    Line(Span),
+    Row { rows: Arc<dyn Rows>, index: usize },
+}
+
+/// A columnar row's place in refusals and in `provenance.source_files[].part`.
+fn row_part(index: usize) -> String {
+    format!("row {}", index + 1)
+}
+
+/// The first bytes of a file (for the Parquet magic).
+fn head(input: &Input) -> Vec<u8> {
+    let mut head = Vec::with_capacity(4);
+    if let Ok(f) = std::fs::File::open(&input.path) {
+        let _ = f.take(4).read_to_end(&mut head);
+    }
+    head
+}
+
+/// A Parquet corpus: one unit per row, all holding the one open file.
+fn plan_columnar(input: &Arc<Input>, mapping: &Arc<Mapping>, options: &crate::Options, plan: &mut Plan) {
+    let Some(reader) = &options.row_files else {
+        let why = "a Parquet file: this build reads trajectory datasets as JSON Lines only (the epistore \
+                   command and the Python package read Parquet)";
+        return plan.refuse(FORMAT, input.refuse(None, why));
+    };
+    let rows = match reader.0.open(&input.path) {
+        Ok(rows) => rows,
+        Err(why) => return plan.refuse(FORMAT, input.refuse(None, why)),
+    };
+    let columns = rows.columns();
+    if !mapping.has_messages_column(&columns) {
+        let why = format!(
+            "no messages column: expected `messages`, `trajectory`, `conversations` or `chat` (or the column a \
+             --mapping file names); the file's columns are {}",
+            columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        );
+        return plan.refuse(FORMAT, input.refuse(None, why));
+    }
+    if rows.is_empty() {
+        return plan.refuse(FORMAT, input.refuse(None, "no rows: expected trajectories, one per row"));
+    }
+    for index in 0..rows.len() {
+        let planned = Planned { place: Place::Row { rows: rows.clone(), index }, mapping: mapping.clone() };
+        plan.units.push(Unit::new(FORMAT, vec![input.clone()], Part::Object(row_part(index))).with(planned));
+    }
 }
 
 /// Where a row's bytes are.
@@ -137,46 +200,79 @@ fn spans(input: &Input) -> Result<Vec<Span>, Refusal> {
 
 fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
     let input = &unit.files[0];
-    let Part::Line(line) = unit.part else {
-        return Err(input.refuse(None, "a trajectory dataset is read one row (line) at a time"));
+    let (place, mapping) = match unit.planned::<Planned>() {
+        Some(p) => (p.place.clone(), p.mapping.clone()),
+        None => replan(unit, ctx)?,
     };
-    let (span, mapping) = match unit.planned::<Planned>() {
-        Some(p) => (p.span, p.mapping.clone()),
-        None => {
-            let span = *spans(input)?
-                .iter()
-                .find(|s| s.line == line)
-                .ok_or_else(|| Refusal::at_line(input.display(), line, "no row here"))?;
-            let mapping = match &ctx.options.mapping {
-                Some(path) => Mapping::read(path).map_err(|why| input.refuse(None, why))?,
-                None => Mapping::default(),
-            };
-            (span, Arc::new(mapping))
+    let (bytes, part, at) = match place {
+        Place::Line(span) => {
+            let mut bytes = vec![0u8; span.len as usize];
+            let mut file = std::fs::File::open(&input.path).map_err(|e| input.io(e))?;
+            file.seek(SeekFrom::Start(span.offset))
+                .and_then(|_| file.read_exact(&mut bytes))
+                .map_err(|e| input.io(e))?;
+            (bytes, Part::Line(span.line), format!("line {}", span.line))
+        }
+        Place::Row { rows, index } => {
+            let at = row_part(index);
+            let bytes = rows.row(index).map_err(|why| input.refuse(Some(at.clone()), why))?;
+            (bytes, Part::Object(at.clone()), at)
         }
     };
-    let mut bytes = vec![0u8; span.len as usize];
-    let mut file = std::fs::File::open(&input.path).map_err(|e| input.io(e))?;
-    file.seek(SeekFrom::Start(span.offset)).and_then(|_| file.read_exact(&mut bytes)).map_err(|e| input.io(e))?;
+    record_row(input, bytes, part, &at, &mapping)
+}
+
+/// A unit read without its plan's state (built by hand): its place found again.
+fn replan(unit: &Unit, ctx: &Context) -> Result<(Place, Arc<Mapping>), Refusal> {
+    let input = &unit.files[0];
+    let mapping = match &ctx.options.mapping {
+        Some(path) => Mapping::read(path).map_err(|why| input.refuse(None, why))?,
+        None => Mapping::default(),
+    };
+    let place = match &unit.part {
+        Part::Line(line) => Place::Line(
+            *spans(input)?
+                .iter()
+                .find(|s| s.line == *line)
+                .ok_or_else(|| Refusal::at_line(input.display(), *line, "no row here"))?,
+        ),
+        Part::Object(at) => {
+            let index = at
+                .strip_prefix("row ")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| input.refuse(Some(at.clone()), "not a row of a columnar file"))?;
+            let reader = ctx.options.row_files.as_ref().ok_or_else(|| input.refuse(None, "no Parquet reader"))?;
+            let rows = reader.0.open(&input.path).map_err(|why| input.refuse(None, why))?;
+            Place::Row { rows, index: index - 1 }
+        }
+        _ => return Err(input.refuse(None, "a trajectory dataset is read one row at a time")),
+    };
+    Ok((place, Arc::new(mapping)))
+}
+
+/// One row, as JSON bytes, into its episode.
+fn record_row(input: &Input, bytes: Vec<u8>, part: Part, at: &str, mapping: &Mapping) -> Result<Recorder, Refusal> {
+    let refuse = |why: String| Refusal::new(input.display(), Some(at.to_string()), why);
     let mut row = match epistore_package::json_from_slice::<Value>(&bytes) {
         Ok(Value::Object(o)) => o,
-        Ok(_) => return Err(Refusal::at_line(input.display(), line, "expected a trajectory: a JSON object")),
-        Err(e) => return Err(Refusal::at_line(input.display(), line, format!("malformed JSON: {e}"))),
+        Ok(_) => return Err(refuse("expected a trajectory: a JSON object".into())),
+        Err(e) => return Err(refuse(format!("malformed JSON: {e}"))),
     };
     let Some(msgs) = mapping.take_messages(&mut row).and_then(row::messages) else {
-        return Err(Refusal::at_line(
-            input.display(),
-            line,
+        return Err(refuse(
             "no messages: expected a list of chat messages under `messages`, `trajectory` or `conversations` \
-             (or the column a --mapping file names)",
+             (or the column a --mapping file names)"
+                .into(),
         ));
     };
     let instance = mapping.instance_id(&row);
     let label = mapping
         .run_id(&row)
-        .or_else(|| instance.as_ref().map(|i| format!("{i}#{line}")))
-        .unwrap_or_else(|| format!("{}#{line}", input.file_name()));
+        .or_else(|| instance.as_ref().map(|i| format!("{i}#{n}", n = number(&part))))
+        .unwrap_or_else(|| format!("{}#{n}", input.file_name(), n = number(&part)));
     let mut rec = Recorder::new(FORMAT, label);
-    rec.source(&input.file_name(), &input.blake3()?, Part::Line(line), bytes)?;
+    rec.source(&input.file_name(), &input.blake3()?, part, bytes)?;
     rec.harness_name(mapping.harness.clone());
     if let Some(i) = &instance {
         rec.task(i.clone());
@@ -185,7 +281,7 @@ fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
     if let Some(m) = mapping.model(&row) {
         rec.model(m);
     }
-    row::record(&mut rec, &msgs, &mapping);
+    row::record(&mut rec, &msgs, mapping);
     if let Some(p) = mapping.patch(&row) {
         rec.patch(&p);
     }
@@ -194,4 +290,13 @@ fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
     }
     rec.note("a dataset row: no times, and no person in the run (later user messages are the harness's)");
     Ok(rec)
+}
+
+/// A row's number in its file (a line's, or a columnar row's), for labels.
+fn number(part: &Part) -> String {
+    match part {
+        Part::Line(n) => n.to_string(),
+        Part::Object(at) => at.trim_start_matches("row ").to_string(),
+        _ => String::new(),
+    }
 }
