@@ -68,6 +68,10 @@ pub fn schema_dir() -> &'static str {
 }
 /// At most about this many episodes per segment: a segment is built in memory.
 const SEGMENT_EPISODES: usize = 8_192;
+/// ... and at most about this many package bytes pending while importing: episodes
+/// that carry their run's content (50 KB trajectories) would otherwise hold gigabytes
+/// of decoded episodes before a segment is written.
+const SEGMENT_PENDING_BYTES: u64 = 128 << 20;
 /// Episodes decoded and turned into Arrow at a time while building a segment.
 const BUILD_CHUNK: usize = 2_048;
 const ROW_GROUP_ROWS: usize = 65_536;
@@ -694,28 +698,31 @@ pub struct IngestSegments {
     first: Option<u64>,
     last: u64,
     pending: Vec<(EpisodeRecord, Loaded)>,
+    pending_bytes: u64,
 }
 
 impl IngestSegments {
     pub fn new(store: &Store) -> IngestSegments {
-        IngestSegments { dir: columnar_dir(store), first: None, last: 0, pending: Vec::new() }
+        IngestSegments { dir: columnar_dir(store), first: None, last: 0, pending: Vec::new(), pending_bytes: 0 }
     }
 
     /// One committed batch: its log sequence and the episodes it added.
     pub fn push(&mut self, seq: u64, episodes: Vec<(EpisodeRecord, epistore_package::Episode)>) -> Result<()> {
         self.first.get_or_insert(seq);
         self.last = seq;
+        self.pending_bytes += episodes.iter().map(|(r, _)| r.package_bytes()).sum::<u64>();
         self.pending.extend(episodes.into_iter().map(|(r, e)| {
             let id = hex(&r.id);
             (r, Loaded { id, episode: e })
         }));
-        if self.pending.len() >= SEGMENT_EPISODES {
+        if self.pending.len() >= SEGMENT_EPISODES || self.pending_bytes >= SEGMENT_PENDING_BYTES {
             self.flush()?;
         }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
+        self.pending_bytes = 0;
         if let Some(first) = self.first.take() {
             write_segment(&self.dir, first, self.last, std::mem::take(&mut self.pending), &|_| {})?;
         }

@@ -65,10 +65,17 @@ pub struct Store {
     dir: PathBuf,
 }
 
+/// redb's page cache per open store.
+pub const CACHE_BYTES: usize = 256 << 20;
+
 pub(crate) fn builder() -> redb::Builder {
     let mut b = Database::builder();
     // One writer process, any number of readers following its commits.
     b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    // redb's own page cache (its default is 1 GiB): a long import fills it with pages it
+    // has written and will not read again, on top of the ingest's memory budget. Queries
+    // read columnar segments, and the operating system caches the file anyway.
+    b.set_cache_size(CACHE_BYTES);
     // redb calls this only when it must walk the whole file to rebuild its allocator
     // state: a crash after a commit made without quick repair (see `tables::begin_write`).
     b.set_repair_callback(|_| {
