@@ -200,6 +200,8 @@ struct StoredImports {
     /// `--reimport`: a run imported again supersedes its earlier import.
     reimport: bool,
     by_label: HashMap<(String, String), Vec<(Hash, FileEntry)>>,
+    /// The latest stored episode of every (source format, episode label).
+    latest: HashMap<(String, String), (u64, Hash)>,
     snapshot: Mutex<Snapshot>,
 }
 
@@ -208,6 +210,7 @@ impl StoredImports {
         let snapshot = store.snapshot()?;
         let mut keys = HashMap::new();
         let mut by_label: HashMap<(String, String), Vec<(Hash, FileEntry)>> = HashMap::new();
+        let mut latest: HashMap<(String, String), (u64, Hash)> = HashMap::new();
         snapshot.for_each_episode(|record| {
             let Some(provenance) = record.manifest.provenance() else {
                 return Ok(true);
@@ -215,6 +218,10 @@ impl StoredImports {
             let format = provenance.get("source_format").and_then(Value::as_str).unwrap_or("").to_string();
             let files = provenance.get("source_files").and_then(Value::as_array).cloned().unwrap_or_default();
             let has_verdict = record.outcome.correct.is_some();
+            let newest = latest.entry((format.clone(), record.manifest.episode.clone())).or_insert((0, record.id));
+            if record.ingest_seq >= newest.0 {
+                *newest = (record.ingest_seq, record.id);
+            }
             for (i, f) in files.iter().enumerate() {
                 let Some(hash) = f.get("blake3").and_then(Value::as_str) else {
                     continue;
@@ -239,7 +246,7 @@ impl StoredImports {
             }
             Ok(true)
         })?;
-        Ok(StoredImports { keys, reimport, by_label, snapshot: Mutex::new(snapshot) })
+        Ok(StoredImports { keys, reimport, by_label, latest, snapshot: Mutex::new(snapshot) })
     }
 
     /// Whether the unit's main source part (its first file, and the part of it) was the
@@ -317,6 +324,10 @@ impl StoredImports {
 impl Prior for StoredImports {
     fn grown_from(&self, format: Format, episode: &str, file: &Path) -> Option<String> {
         self.stored_copy(format, episode, file, Copy::Grown).map(|id| hex(&id))
+    }
+
+    fn latest(&self, format: Format, episode: &str) -> Option<String> {
+        self.latest.get(&(format.name().to_string(), episode.to_string())).map(|(_, id)| hex(id))
     }
 
     fn replaced(&self, source_keys: &[String]) -> Option<String> {

@@ -556,3 +556,57 @@ fn as_parquet_of(out: &Path, jsonl: &str) {
     as_parquet(&tmp, out);
     std::fs::remove_file(tmp).unwrap();
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_opencode_session_that_went_on_supersedes_its_earlier_import_and_auth_json_is_never_read() {
+    let store = TestStore::new();
+    let data = store.dir.path().join("opencode");
+    std::fs::create_dir_all(&data).unwrap();
+    copy_tree(&repo_root().join("tests/fixtures/constructed/opencode/share/opencode"), &data);
+    let (code, first, stderr) = import(&store, std::slice::from_ref(&data), &[]);
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    assert_eq!(tally(&first)["opencode"], (1, 1, 0, 0), "{first}");
+    let skipped = first["skipped"].as_array().unwrap();
+    assert!(skipped.iter().any(|s| s["reason"] == "a credentials file: never opened"), "{first}");
+    let old = store.sql("SELECT episode_id FROM episodes")[0]["episode_id"].as_str().unwrap().to_string();
+
+    // The person asks once more: a user message and its part, written as OpenCode does.
+    let (sid, mid) = ("ses_3b791921cffez40vusMKrFSsIn", "msg_c487d4500001UserAgainAaaaa");
+    let storage = data.join("storage");
+    std::fs::write(
+        storage.join("message").join(sid).join(format!("{mid}.json")),
+        format!(r#"{{"id":"{mid}","sessionID":"{sid}","role":"user","time":{{"created":1770742700000}},"agent":"build","model":{{"providerID":"anthropic","modelID":"claude-sonnet-4-5"}}}}"#),
+    )
+    .unwrap();
+    let parts = storage.join("part").join(mid);
+    std::fs::create_dir_all(&parts).unwrap();
+    std::fs::write(
+        parts.join("prt_c487d4500001000PartIdXyzAbcdef.json"),
+        format!(r#"{{"id":"prt_c487d4500001000PartIdXyzAbcdef","sessionID":"{sid}","messageID":"{mid}","type":"text","text":"Also add a test for negative numbers."}}"#),
+    )
+    .unwrap();
+    let (code, second, stderr) = import(&store, std::slice::from_ref(&data), &[]);
+    assert_eq!(code, 0, "{second}\n{stderr}");
+    assert_eq!(tally(&second)["opencode"].1, 1, "{second}");
+    let current = store.sql("SELECT episode_id, supersedes FROM episodes");
+    assert_eq!(current.len(), 1, "{current:?}");
+    assert_eq!(current[0]["supersedes"], old.as_str());
+    let people = store.sql("SELECT count(*) AS n FROM interventions");
+    assert_eq!(people[0]["n"], 1, "the second prompt is the person's");
+    // Unchanged: nothing new.
+    let (_, third, _) = import(&store, std::slice::from_ref(&data), &[]);
+    assert_eq!(tally(&third)["opencode"], (1, 0, 1, 0), "{third}");
+}

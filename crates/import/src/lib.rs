@@ -37,6 +37,7 @@ mod copilot;
 mod gemini_cli;
 mod inspect;
 mod mini_swe_agent;
+mod opencode;
 mod openhands;
 mod pi;
 mod swe_agent;
@@ -302,9 +303,16 @@ fn kind(_: &std::fs::FileType) -> &'static str {
 pub fn plan(paths: &[PathBuf], options: &Options) -> Plan {
     let mut plan = Plan::default();
     let mut found: Vec<(PathBuf, Detection, bool)> = Vec::new();
-    let detection = |path: &Path| match options.format {
-        Some(f) => Detection::Found(f),
-        None => classify(path),
+    let detection = |path: &Path| {
+        // Agents keep their credentials beside their sessions (OpenCode's and Codex's
+        // `auth.json`): such a file is never opened, not even to detect its format.
+        if registry::is_credentials(path) {
+            return Detection::Unknown(registry::CREDENTIALS.into());
+        }
+        match options.format {
+            Some(f) => Detection::Found(f),
+            None => classify(path),
+        }
     };
     for path in paths {
         if path.is_dir() {
@@ -428,6 +436,10 @@ pub trait Prior: Sync {
     /// on purpose (`--reimport`, after an upgrade that writes more), the new package
     /// supersedes the old one, so the run is counted once. `None` otherwise.
     fn replaced(&self, source_keys: &[String]) -> Option<String>;
+    /// The latest stored import of `format`'s run `episode`: a run read again from a
+    /// store that keeps it as records (an OpenCode session), whose source part changes
+    /// as it grows, replaces it.
+    fn latest(&self, format: Format, episode: &str) -> Option<String>;
 }
 
 /// What [`read_unit`] needs beside the unit.

@@ -372,6 +372,9 @@ pub struct Recorder {
     /// The calls being recorded are a person's or the harness's, not the agent's: they
     /// get no assistant call and tool result messages.
     not_agent: bool,
+    /// The workspace state the harness identifies the actions recorded now by (OpenCode's
+    /// step snapshot tree): written on each as `workspace_state`.
+    workspace_state: Option<String>,
 }
 
 /// Secrets found in a package, counted by pattern (in [`secrets`] table order).
@@ -425,6 +428,7 @@ impl Recorder {
             edit_diffs: Vec::new(),
             fragment_diffs: false,
             not_agent: false,
+            workspace_state: None,
             max_file_bytes: epistore_package::Limits::default().max_file_bytes,
         }
     }
@@ -779,7 +783,16 @@ impl Recorder {
         f.insert("mutates".into(), json!(effect.mutates));
         f.insert("ok".into(), json!(effect.ok));
         f.insert("tool_seq".into(), json!(tool_seq));
+        if let Some(state) = &self.workspace_state {
+            f.insert("workspace_state".into(), json!(state));
+        }
         self.push(TraceKind::Actions, ts, grade, f)
+    }
+
+    /// The workspace state (a harness's own identity of it, such as a git tree id) the
+    /// actions recorded from now on started from; `None` when the log gives none.
+    pub fn workspace_state(&mut self, state: Option<&str>) {
+        self.workspace_state = state.map(str::to_string);
     }
 
     /// A path relative to the working directory when it lies inside it (section 2).

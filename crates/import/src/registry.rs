@@ -5,8 +5,8 @@
 //! Detection asks every importer how sure it is that a file is its own
 //! ([`Confidence`]) and takes the most confident; two at the same level is a tie,
 //! reported to the user, never broken by the order of the list. A file no importer
-//! claims gets a reason: a known source this build does not read ("looks like OpenCode
-//! storage"), or what kind of file it is.
+//! claims gets a reason: a known source this build does not read ("looks like Goose's session
+//! store"), or what kind of file it is.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -117,6 +117,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &crate::gemini_cli::GeminiCli,
     &crate::pi::Pi,
     &crate::copilot::Copilot,
+    &crate::opencode::OpenCode,
     &crate::trajectories::Trajectories,
 ];
 
@@ -193,7 +194,7 @@ pub enum Detection {
     /// Two or more importers are as sure as each other: the user says which
     /// (`--format`).
     Tie(Vec<Format>),
-    /// No importer claims the file: why, in words ("looks like OpenCode storage, a
+    /// No importer claims the file: why, in words ("looks like Goose's session store, a
     /// format this build does not read").
     Unknown(String),
 }
@@ -233,9 +234,22 @@ pub fn detect_bytes(path: &Path, head: &[u8]) -> Option<Format> {
     classify_bytes(path, head).format()
 }
 
+/// Why a credentials file is not read.
+pub(crate) const CREDENTIALS: &str = "a credentials file: never opened";
+
+/// The credentials files agents keep beside their sessions (OpenCode's and Codex's
+/// `auth.json`), by name: never opened, not even to detect a format.
+pub(crate) fn is_credentials(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    matches!(name.as_str(), "auth.json" | "mcp-auth.json" | ".credentials.json" | "credentials.json")
+}
+
 /// What detection makes of a file, with the reason when no importer takes it.
 pub fn classify(path: &Path) -> Detection {
     use std::io::Read;
+    if is_credentials(path) {
+        return Detection::Unknown(CREDENTIALS.into());
+    }
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     let read = std::fs::File::open(path).and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head));
     if let Err(e) = read {
@@ -265,13 +279,6 @@ pub fn classify_bytes(path: &Path, head: &[u8]) -> Detection {
 fn unread_source(s: &Sniff) -> String {
     let unread = |source: &str| format!("looks like {source}, a format this build does not read");
     let name = s.name.as_str();
-    if name == "opencode.db"
-        || s.in_folder("storage")
-            && (s.in_folder("session") || s.in_folder("message") || s.in_folder("part"))
-            && name.ends_with(".json")
-    {
-        return unread("OpenCode storage");
-    }
     if matches!(name, "ui_messages.json" | "api_conversation_history.json" | "task_metadata.json") {
         return unread("a Cline / Roo / Kilo task");
     }

@@ -17,8 +17,9 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The source each fixture folder holds, and the files in them that are no log.
-const FOLDERS: [(&str, &str); 22] = [
+const FOLDERS: [(&str, &str); 23] = [
     ("tests/fixtures/real/trajectories", "trajectories"),
+    ("tests/fixtures/constructed/opencode", "opencode"),
     ("tests/fixtures/real/copilot-cli", "copilot-cli"),
     ("tests/fixtures/constructed/copilot-cli", "copilot-cli"),
     ("tests/fixtures/real/pi", "pi"),
@@ -77,6 +78,10 @@ fn every_fixture_is_claimed_by_exactly_its_own_importer() {
         assert!(!all.is_empty(), "{folder}");
         for f in all {
             let rel = f.strip_prefix(&root).unwrap().display().to_string();
+            if rel.ends_with("/auth.json") {
+                assert_eq!(classify(&f), Detection::Unknown(crate::registry::CREDENTIALS.into()), "{rel}");
+                continue;
+            }
             let claimed = claims(&f);
             if not_a_log(&rel) {
                 assert!(claimed.is_empty(), "{rel}: {claimed:?}");
@@ -98,16 +103,20 @@ fn every_fixture_is_claimed_by_exactly_its_own_importer() {
 /// id and are never Claude Code's, are in the fixture table above.)
 #[test]
 fn other_agents_sessions_are_never_taken_for_claude_code() {
-    let cases: [(&str, &str, &str); 1] = [(
-        "storage/session/info/ses_1.json",
-        r#"{"id":"ses_1","version":"0.3.0","projectID":"p","directory":"/w","title":"t","time":{"created":1}}"#,
-        "looks like OpenCode storage",
-    )];
-    for (name, text, why) in cases {
-        let path = Path::new(name);
-        let detection = classify_bytes(path, text.as_bytes());
-        let Detection::Unknown(reason) = &detection else { panic!("{name}: {detection:?}") };
-        assert!(reason.starts_with(why), "{name}: {reason}");
+    let cases: [(&str, &str, Detection); 2] = [
+        (
+            "storage/session/info/ses_1.json",
+            r#"{"id":"ses_1","version":"0.3.0","projectID":"p","directory":"/w","title":"t","time":{"created":1}}"#,
+            Detection::Found(Format::from_name("opencode").unwrap()),
+        ),
+        (
+            "tasks/1740000000000/ui_messages.json",
+            r#"[{"ts":1740000000000,"type":"say","say":"text","text":"fix it"}]"#,
+            Detection::Unknown("looks like a Cline / Roo / Kilo task, a format this build does not read".into()),
+        ),
+    ];
+    for (name, text, want) in cases {
+        assert_eq!(classify_bytes(Path::new(name), text.as_bytes()), want, "{name}");
     }
 }
 

@@ -42,7 +42,8 @@ pub(crate) fn arg<'a>(args: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a
 /// The file a call names (`path`, `file_path`, `absolute_path`, `file`), or the files
 /// (`paths`).
 pub(crate) fn paths(args: &Map<String, Value>) -> Vec<String> {
-    if let Some(p) = arg(args, &["path", "file_path", "absolute_path", "file", "filename", "notebook_path"]) {
+    if let Some(p) = arg(args, &["path", "file_path", "filePath", "absolute_path", "file", "filename", "notebook_path"])
+    {
         return vec![p.to_string()];
     }
     match args.get("paths") {
@@ -218,8 +219,8 @@ pub(crate) fn edit_diff(function: &str, args: &Map<String, Value>, result: &str)
     let path = paths(args).into_iter().next()?;
     let s = |keys: &[&str]| arg(args, keys);
     match (
-        s(&["old_string", "old_str", "oldText"]),
-        s(&["new_string", "new_str", "newText"]),
+        s(&["old_string", "old_str", "oldText", "oldString"]),
+        s(&["new_string", "new_str", "newText", "newString"]),
         s(&["content", "file_text"]),
     ) {
         (Some(old), Some(new), _) => Some((crate::diff::fragment(&path, old, new), true)),
