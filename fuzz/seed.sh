@@ -181,6 +181,7 @@ done
 for f in "$real"/trajectories/*/*.jsonl; do
     seed "$(case_of trajectories trajectories.jsonl)" "$f" "$(basename "$(dirname "$f")")-$(basename "$f")"
 done
+seed "$(case_of opencode opencode-export.json)" tests/fixtures/constructed/opencode/session-export.json
 # --redact (and --model) on logs with commands and outputs in them.
 SEED_SELECTOR_BITS=48 seed "$(case_of claude-code session.jsonl)" "$real/claude-code/tool_heavy.jsonl"
 SEED_SELECTOR_BITS=48 seed "$(case_of codex rollout.jsonl)" "$real/codex/generated/codex-exec--json.stdout.jsonl"
