@@ -182,6 +182,9 @@ for f in "$real"/trajectories/*/*.jsonl; do
     seed "$(case_of trajectories trajectories.jsonl)" "$f" "$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 seed "$(case_of opencode opencode-export.json)" tests/fixtures/constructed/opencode/session-export.json
+for f in "$real"/cline/*/tasks/*/api_conversation_history.json tests/fixtures/constructed/cline/*/tasks/*/api_conversation_history.json; do
+    seed "$(case_of cline api_conversation_history.json)" "$f" "cline-$(basename "$(dirname "$f")").json"
+done
 # --redact (and --model) on logs with commands and outputs in them.
 SEED_SELECTOR_BITS=48 seed "$(case_of claude-code session.jsonl)" "$real/claude-code/tool_heavy.jsonl"
 SEED_SELECTOR_BITS=48 seed "$(case_of codex rollout.jsonl)" "$real/codex/generated/codex-exec--json.stdout.jsonl"

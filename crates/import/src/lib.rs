@@ -32,6 +32,7 @@ mod tools;
 mod aider;
 mod atif;
 mod claude_code;
+mod cline;
 mod codex;
 mod copilot;
 mod gemini_cli;

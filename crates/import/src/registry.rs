@@ -118,6 +118,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &crate::pi::Pi,
     &crate::copilot::Copilot,
     &crate::opencode::OpenCode,
+    &crate::cline::Cline,
     &crate::trajectories::Trajectories,
 ];
 
@@ -279,9 +280,6 @@ pub fn classify_bytes(path: &Path, head: &[u8]) -> Detection {
 fn unread_source(s: &Sniff) -> String {
     let unread = |source: &str| format!("looks like {source}, a format this build does not read");
     let name = s.name.as_str();
-    if matches!(name, "ui_messages.json" | "api_conversation_history.json" | "task_metadata.json") {
-        return unread("a Cline / Roo / Kilo task");
-    }
     if name == "sessions.db" && s.head.starts_with(b"SQLite format 3") {
         return unread("Goose's session store");
     }

@@ -17,9 +17,11 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The source each fixture folder holds, and the files in them that are no log.
-const FOLDERS: [(&str, &str); 23] = [
+const FOLDERS: [(&str, &str); 25] = [
     ("tests/fixtures/real/trajectories", "trajectories"),
     ("tests/fixtures/constructed/opencode", "opencode"),
+    ("tests/fixtures/real/cline", "cline"),
+    ("tests/fixtures/constructed/cline", "cline"),
     ("tests/fixtures/real/copilot-cli", "copilot-cli"),
     ("tests/fixtures/constructed/copilot-cli", "copilot-cli"),
     ("tests/fixtures/real/pi", "pi"),
@@ -112,7 +114,7 @@ fn other_agents_sessions_are_never_taken_for_claude_code() {
         (
             "tasks/1740000000000/ui_messages.json",
             r#"[{"ts":1740000000000,"type":"say","say":"text","text":"fix it"}]"#,
-            Detection::Unknown("looks like a Cline / Roo / Kilo task, a format this build does not read".into()),
+            Detection::Found(Format::from_name("cline").unwrap()),
         ),
     ];
     for (name, text, want) in cases {
