@@ -36,6 +36,7 @@ mod cline;
 mod codex;
 mod copilot;
 mod gemini_cli;
+mod goose;
 mod inspect;
 mod mini_swe_agent;
 mod opencode;

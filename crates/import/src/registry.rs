@@ -5,8 +5,8 @@
 //! Detection asks every importer how sure it is that a file is its own
 //! ([`Confidence`]) and takes the most confident; two at the same level is a tie,
 //! reported to the user, never broken by the order of the list. A file no importer
-//! claims gets a reason: a known source this build does not read ("looks like Goose's session
-//! store"), or what kind of file it is.
+//! claims gets a reason: a known source this build does not read ("looks like a Cline 4
+//! session"), or what kind of file it is.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -119,6 +119,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &crate::copilot::Copilot,
     &crate::opencode::OpenCode,
     &crate::cline::Cline,
+    &crate::goose::Goose,
     &crate::trajectories::Trajectories,
 ];
 
@@ -195,7 +196,7 @@ pub enum Detection {
     /// Two or more importers are as sure as each other: the user says which
     /// (`--format`).
     Tie(Vec<Format>),
-    /// No importer claims the file: why, in words ("looks like Goose's session store, a
+    /// No importer claims the file: why, in words ("looks like a Cline 4 session, a
     /// format this build does not read").
     Unknown(String),
 }
@@ -280,8 +281,11 @@ pub fn classify_bytes(path: &Path, head: &[u8]) -> Detection {
 fn unread_source(s: &Sniff) -> String {
     let unread = |source: &str| format!("looks like {source}, a format this build does not read");
     let name = s.name.as_str();
-    if name == "sessions.db" && s.head.starts_with(b"SQLite format 3") {
-        return unread("Goose's session store");
+    if name.ends_with(".messages.json") && s.near("sessionId") && s.near("messages") {
+        return unread("a Cline 4 session");
+    }
+    if name == "state.vscdb" {
+        return unread("an editor's state store (VS Code, Cursor)");
     }
     let kind = if s.head.starts_with(b"SQLite format 3") {
         " (an SQLite database)"

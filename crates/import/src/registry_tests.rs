@@ -17,11 +17,12 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The source each fixture folder holds, and the files in them that are no log.
-const FOLDERS: [(&str, &str); 25] = [
+const FOLDERS: [(&str, &str); 26] = [
     ("tests/fixtures/real/trajectories", "trajectories"),
     ("tests/fixtures/constructed/opencode", "opencode"),
     ("tests/fixtures/real/cline", "cline"),
     ("tests/fixtures/constructed/cline", "cline"),
+    ("tests/fixtures/constructed/goose", "goose"),
     ("tests/fixtures/real/copilot-cli", "copilot-cli"),
     ("tests/fixtures/constructed/copilot-cli", "copilot-cli"),
     ("tests/fixtures/real/pi", "pi"),

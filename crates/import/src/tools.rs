@@ -86,7 +86,7 @@ pub(crate) fn classify(function: &str, args: &Map<String, Value>, submit_names: 
         "text_editor" | "str_replace_editor" | "str_replace_based_edit_tool" => {
             return match arg(args, &["command"]) {
                 Some("view") => Kind::Named("read", paths(args)),
-                Some("create") => Kind::Edit(EditKind::Create, paths(args)),
+                Some("create" | "write") => Kind::Edit(EditKind::Create, paths(args)),
                 Some("str_replace" | "insert" | "undo_edit") => Kind::Edit(EditKind::Edit, paths(args)),
                 _ => Kind::Opaque,
             };

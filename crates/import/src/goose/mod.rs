@@ -1,0 +1,174 @@
+//! Goose (`goose`): sessions from its SQLite store `sessions.db` (1.10 and later), from
+//! the older JSON Lines files `sessions/<id>.jsonl`, and as `goose session export
+//! --format json` writes them (docs/importers.md §9.16).
+//!
+//! All three hold the same messages (`{role, created, content: [...], metadata}`, the
+//! content blocks tagged by `type`: `text`, `thinking`, `toolRequest`, `toolResponse`,
+//! ...), read into one [`Session`] and [`record`]ed.
+
+mod load;
+mod record;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::{Context, Format, Input, Part, Plan, Recorder, Refusal, Unit};
+
+#[cfg(test)]
+mod tests;
+
+/// This source's name (section 9).
+pub(crate) const FORMAT: Format = Format::new("goose");
+
+/// The registry's Goose reader.
+pub(crate) struct Goose;
+
+/// A session: its fields (the store's columns, the JSON Lines header or the export's
+/// keys, snake_case) and its messages in order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Session {
+    pub info: Map<String, Value>,
+    pub messages: Vec<Value>,
+}
+
+impl Session {
+    fn id(&self) -> &str {
+        self.info.get("id").and_then(Value::as_str).unwrap_or("")
+    }
+    /// The session as `goose session export` writes it, compact.
+    fn to_json(&self) -> Vec<u8> {
+        let mut doc = self.info.clone();
+        doc.insert("conversation".into(), Value::Array(self.messages.clone()));
+        serde_json::to_vec(&Value::Object(doc)).unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Database,
+    Lines,
+    Export,
+}
+
+/// The JSON Lines header Goose 1.0 to 1.9 write (snake_case `SessionMetadata`).
+fn header(o: &Map<String, Value>) -> bool {
+    o.contains_key("message_count") && o.contains_key("description")
+        || o.contains_key("working_dir") && o.keys().any(|k| k.starts_with("accumulated_"))
+}
+
+fn kind(name: &str, head: &[u8], text: &str, first: Option<&Map<String, Value>>) -> Option<Kind> {
+    if head.starts_with(b"SQLite format 3\0") && name == "sessions.db" {
+        return Some(Kind::Database);
+    }
+    if first.is_some_and(header) && name.ends_with(".jsonl") {
+        return Some(Kind::Lines);
+    }
+    let near = |k: &str| text.contains(&format!("\"{k}\""));
+    if text.starts_with('{') && near("conversation") && near("working_dir") && (near("toolRequest") || near("created"))
+    {
+        return Some(Kind::Export);
+    }
+    None
+}
+
+fn sniffed_kind(path: &Path) -> Option<Kind> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(crate::SNIFF_BYTES as u64).read_to_end(&mut head).ok()?;
+    let s = crate::Sniff::new(path, &head);
+    kind(&s.name, s.head, &s.text, s.first.as_ref())
+}
+
+/// Where a unit's session is read from.
+#[derive(Debug, Clone)]
+enum Source {
+    Database { id: String },
+    File(Kind),
+}
+
+impl crate::Importer for Goose {
+    fn format(&self) -> Format {
+        FORMAT
+    }
+    fn about(&self) -> &'static str {
+        "Goose sessions: the SQLite store sessions.db, the older sessions/ID.jsonl files, `goose session export` \
+         JSON"
+    }
+    fn file_names(&self) -> &'static [&'static str] {
+        &["20250301_120000.jsonl", "goose-export.json"]
+    }
+    fn detect(&self, s: &crate::Sniff) -> Option<crate::Confidence> {
+        kind(&s.name, s.head, &s.text, s.first.as_ref()).map(|_| crate::Confidence::Certain)
+    }
+    fn plan(&self, inputs: Vec<Arc<Input>>, _: &crate::Options, plan: &mut Plan) {
+        let mut files = Vec::new();
+        let mut in_databases: HashSet<String> = HashSet::new();
+        for input in inputs {
+            match sniffed_kind(&input.path) {
+                Some(Kind::Database) => match load::database_sessions(&input.path) {
+                    Ok(ids) if ids.is_empty() => plan.refuse(FORMAT, input.refuse(None, "no sessions in this store")),
+                    Ok(ids) => {
+                        for id in ids {
+                            in_databases.insert(id.clone());
+                            let part = Part::Object(format!("session {id}"));
+                            plan.units.push(Unit::new(FORMAT, vec![input.clone()], part).with(Source::Database { id }));
+                        }
+                    }
+                    Err(why) => plan.refuse(FORMAT, input.refuse(None, why)),
+                },
+                Some(k) => files.push((input, k)),
+                None => plan.refuse(FORMAT, input.refuse(None, "not a Goose store, session file or export")),
+            }
+        }
+        // Goose 1.10 copied its JSON Lines sessions into the store and left the files: a
+        // session in both is read from the store.
+        for (input, k) in files {
+            let stem = input.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            if k == Kind::Lines && in_databases.contains(&stem) {
+                plan.cover(FORMAT, &input, "a session also in sessions.db, read from there");
+                continue;
+            }
+            plan.units.push(Unit::new(FORMAT, vec![input], Part::Whole).with(Source::File(k)));
+        }
+    }
+    fn read(&self, unit: &Unit, ctx: &Context) -> Vec<Result<Recorder, Refusal>> {
+        vec![read(unit, ctx)]
+    }
+}
+
+fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
+    let input = &unit.files[0];
+    let source = match unit.planned::<Source>() {
+        Some(s) => s.clone(),
+        None => match (&unit.part, sniffed_kind(&input.path)) {
+            (Part::Object(p), _) => Source::Database { id: p.trim_start_matches("session ").to_string() },
+            (_, Some(k)) => Source::File(k),
+            _ => return Err(input.refuse(None, "not a Goose store, session file or export")),
+        },
+    };
+    let session = match &source {
+        Source::Database { id } => load::from_database(&input.path, id).map_err(|why| input.refuse(None, why))?,
+        Source::File(Kind::Lines) => load::from_lines(input)?,
+        Source::File(_) => load::from_export(input)?,
+    };
+    let mut rec = Recorder::new(FORMAT, session.id().to_string());
+    match &source {
+        Source::Database { .. } => {
+            // As for OpenCode's store: the session's document, hashed as itself.
+            let bytes = session.to_json();
+            let hash = blake3::hash(&bytes).to_hex().to_string();
+            rec.source(&input.file_name(), &hash, Part::Object(format!("session {}", session.id())), bytes)?;
+        }
+        Source::File(_) => rec.source(&input.file_name(), &input.blake3()?, Part::Whole, input.read()?)?,
+    }
+    // Goose rewrites a session's file (and its rows) as it goes on: read again, it
+    // replaces its earlier import.
+    if let Some(old) = ctx.prior.and_then(|p| p.latest(FORMAT, session.id())) {
+        rec.supersedes(old);
+    }
+    record::session(&mut rec, &session);
+    Ok(rec)
+}
