@@ -2,7 +2,10 @@
 // Headless-Chromium check of a page rendered from crates/view/src/page.html.
 //
 // usage: node check_page.mjs MODE URL SCREENSHOT.png
-//   MODE      episode | list | index | navigate | timing
+//   MODE      episode | list | index | navigate | timing | live
+//             (live: an index or list page served by `epistore ui`; after it renders,
+//              "rendered" goes to stderr, then the check waits, up to 60 s, for the page
+//              to draw a newer snapshot of the store by itself, and reports both)
 //   URL       a file path, a file:// URL or an http(s):// URL
 //             (navigate: a leaderboard page whose entries link to their episode lists
 //              with a.entry-episodes)
@@ -25,7 +28,7 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { launchChromium, recordConsole } from "./playwright.mjs";
 
-const MODES = ["episode", "list", "index", "navigate", "timing"];
+const MODES = ["episode", "list", "index", "navigate", "timing", "live"];
 const [mode, target, shotArg] = process.argv.slice(2);
 if (!MODES.includes(mode) || !target || !shotArg) {
   process.stderr.write(`usage: node check_page.mjs ${MODES.join("|")} URL SCREENSHOT.png\n`);
@@ -87,9 +90,10 @@ try {
   else if (mode === "list") result = await checkList(page);
   else if (mode === "index") result = await checkIndex(page);
   else if (mode === "navigate") result = await checkNavigate(page, url, waitRendered, kindOf);
+  else if (mode === "live") result = await checkLive(page, waitRendered);
   else result = await checkTiming(page, loadWallMs);
 
-  if (mode !== "navigate" && mode !== "timing" && result.kind !== mode) fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected ${JSON.stringify(mode)}`);
+  if (!["navigate", "timing", "live"].includes(mode) && result.kind !== mode) fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected ${JSON.stringify(mode)}`);
   if (mode === "timing" && result.kind !== "episode") fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected "episode"`);
 
   // no page is wider than the window (a long word in the data wraps), and no
@@ -419,4 +423,27 @@ function direction(vals) {
     return true;
   };
   return mono(1) ? "asc" : mono(-1) ? "desc" : null;
+}
+
+/* live: the page follows the store without being reloaded */
+async function checkLive(page, waitRendered) {
+  const state = () => page.evaluate(() => {
+    const d = window.EPISTORE_PAGE || {};
+    return {
+      kind: d.kind || null,
+      snapshot: document.body.getAttribute("data-live-snapshot"),
+      episodes: d.store ? d.store.episodes : (d.counts ? d.counts.episodes : null),
+      navigations: performance.getEntriesByType("navigation").length,
+      url: location.href,
+    };
+  });
+  const before = await state();
+  if (before.snapshot === null) fail("the page carries no live snapshot");
+  process.stderr.write("rendered\n");
+  await page.waitForFunction((s) => document.body.getAttribute("data-live-snapshot") !== s, before.snapshot, { timeout: 60_000 })
+    .catch(() => fail("the page never drew a newer snapshot"));
+  await waitRendered("live");
+  const after = await state();
+  if (after.url !== before.url) fail(`the page navigated: ${before.url} -> ${after.url}`);
+  return { kind: after.kind, snapshots: [before.snapshot, after.snapshot], episodes: [before.episodes, after.episodes] };
 }

@@ -510,3 +510,46 @@ fn ui_pages_render_in_headless_chromium() {
     let list = check_page("list", &format!("http://{}{}", ui.addr, h3.as_str().unwrap()), "ui-list-screenshot.png");
     assert_eq!(list["rows"], 1, "{list}");
 }
+
+/// `epistore ui`'s index follows the store: a run imported while the page is open is
+/// drawn without a reload (the page polls `/api/snapshot`, then its own data).
+#[test]
+#[cfg_attr(not(epistore_browser), ignore = "needs Chromium and playwright-core (.ci/run installs them)")]
+fn the_ui_index_draws_new_episodes_without_a_reload() {
+    let (store, _) = dataset_store();
+    let ui = Ui::start(&store, &[]);
+    let (chromium, playwright) = browser();
+    let mut check = Command::new("node")
+        .arg(repo_root().join("tests/browser/check_page.mjs"))
+        .args(["live", &format!("http://{}/", ui.addr), repo_root().join("target/ui-live.png").to_str().unwrap()])
+        .env("CHROMIUM", chromium)
+        .env("PLAYWRIGHT_CORE", playwright)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(check.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "rendered", "check_page did not start: {line}");
+    // A run arrives while the page is open.
+    let session = repo_root().join("tests/fixtures/real/claude-code/generated/projects");
+    let out = store.run(&["import", "--quiet", session.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let done = check.wait_with_output().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(done.status.success(), "{}{rest}", text(&done.stdout));
+    let summary: Value = serde_json::from_slice(&done.stdout).unwrap();
+    let episodes = summary["episodes"].as_array().unwrap();
+    assert_eq!(episodes[1].as_i64().unwrap(), episodes[0].as_i64().unwrap() + 1, "{summary}");
+    assert_ne!(summary["snapshots"][0], summary["snapshots"][1], "{summary}");
+    assert_eq!(summary["requests"], json!([]), "only its own server was asked: {summary}");
+    // The snapshot endpoint answers JSON, and a live page's data comes as JSON too.
+    let (status, body) = ui.get("/api/snapshot");
+    assert_eq!(status, 200);
+    assert!(serde_json::from_str::<Value>(&body).unwrap()["snapshot"].as_u64().is_some(), "{body}");
+    let (status, body) = ui.get("/?format=json");
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["kind"], "index");
+}

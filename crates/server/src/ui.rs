@@ -55,6 +55,11 @@ const TOKEN_COOKIE: &str = "epistore_ui_token";
 /// A page may run its own inline script and style and nothing else: no fetch, no
 /// frame, no image but data URLs.
 const PAGE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
+/// The index and the episode lists follow the store as it grows (`live` in their
+/// data): they may ask this server, and only this server, for its snapshot and their
+/// own data again. Episode pages keep the policy above.
+const LIVE_CSP: &str =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'";
 
 struct Ui {
     store: Arc<Store>,
@@ -110,12 +115,13 @@ fn bad_request(what: impl Into<String>) -> Failure {
 /// An HTML page from its data. The policy forbids every fetch: a page (and anything
 /// an episode's data might smuggle into it) can reach no network.
 fn page(status: StatusCode, data: &Value) -> Response {
+    let csp = if data.get("live").is_some() { LIVE_CSP } else { PAGE_CSP };
     match render(data) {
         Ok(html) => (
             status,
             [
                 (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
+                (header::CONTENT_SECURITY_POLICY, csp),
                 (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             ],
             html,
@@ -123,6 +129,32 @@ fn page(status: StatusCode, data: &Value) -> Response {
             .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
+}
+
+/// A page's data as JSON (`?format=json`), for a live page to render itself again.
+fn data_json(data: &Value) -> Response {
+    ([(header::CONTENT_TYPE, "application/json"), (header::X_CONTENT_TYPE_OPTIONS, "nosniff")], data.to_string())
+        .into_response()
+}
+
+/// A live page: its data with the snapshot it was read at, as HTML or (`format=json`)
+/// as JSON.
+fn live_page(mut data: Value, snapshot: u64, q: &BTreeMap<String, String>) -> Response {
+    data["live"] = json!({"snapshot": snapshot, "poll": "/api/snapshot", "every_ms": LIVE_POLL_MS});
+    match q.get("format").map(String::as_str) {
+        Some("json") => data_json(&data),
+        _ => page(StatusCode::OK, &data),
+    }
+}
+
+/// How often a live page asks for the snapshot.
+const LIVE_POLL_MS: u64 = 2_000;
+
+/// `GET /api/snapshot`: the latest committed ingest (a live page polls it; one read).
+async fn snapshot(State(ui): State<Arc<Ui>>) -> Answer {
+    let store = ui.store.clone();
+    let seq = blocking(move || Ok(store.snapshot()?.ingest_seq()?)).await?;
+    Ok(data_json(&json!({"snapshot": seq})))
 }
 
 fn html(html: String) -> Response {
@@ -220,7 +252,7 @@ impl From<epistore_view::Error> for Failure {
     }
 }
 
-async fn index(State(ui): State<Arc<Ui>>) -> Answer {
+async fn index(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String>>) -> Answer {
     let keys = ["model", "harness_level"];
     let headline = ui.query(&Engine::headline_sql(&keys, None)?).await?;
     let columns: Vec<&str> = keys.iter().copied().chain(epistore_sql::HEADLINE.iter().copied()).collect();
@@ -255,15 +287,16 @@ async fn index(State(ui): State<Arc<Ui>>) -> Answer {
             })
         })
         .collect();
+    let snapshot = ui.engine().await?.snapshot_seq;
     let store = json!({
         "episodes": episodes,
         "cells": cells.len(),
         "cells_truncated": truncated,
-        "snapshot": ui.engine().await?.snapshot_seq,
+        "snapshot": snapshot,
         // The folder's name only: a page may be shared, the machine's paths are not.
         "dir": ui.store.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
     });
-    Ok(page(StatusCode::OK, &index_doc(store, json!({"columns": columns, "rows": rows}), cells, boards)))
+    Ok(live_page(index_doc(store, json!({"columns": columns, "rows": rows}), cells, boards), snapshot, &q))
 }
 
 /// `by` and `where` of a leaderboard's query string.
@@ -327,7 +360,7 @@ async fn cell(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String
     let (model, level, task) = (key("model")?, key("harness_level")?, key("task")?);
     let store = ui.store.clone();
     let (m, l, t) = (model.clone(), level.clone(), task.clone());
-    let rows = blocking(move || {
+    let (rows, seq) = blocking(move || {
         let snapshot = store.snapshot()?;
         let superseded: std::collections::HashSet<Hash> =
             snapshot.superseded()?.into_iter().map(|(old, _)| old).collect();
@@ -336,7 +369,7 @@ async fn cell(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String
             .into_iter()
             .filter(|id| !superseded.contains(id))
             .collect();
-        Ok(list_rows(&snapshot, &ids, &Links::Server)?)
+        Ok((list_rows(&snapshot, &ids, &Links::Server)?, snapshot.ingest_seq()?))
     })
     .await?;
     if rows.is_empty() {
@@ -345,7 +378,7 @@ async fn cell(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String
     let title = format!("{model} / {level} / {task}");
     let nav = Links::Server.nav(&[(&title, None)]);
     let subtitle = format!("{} episodes in this cell (superseded imports left out, as SQL does).", rows.len());
-    Ok(page(StatusCode::OK, &list_doc(&title, Some(&subtitle), nav, rows, false)))
+    Ok(live_page(list_doc(&title, Some(&subtitle), nav, rows, false), seq, &q))
 }
 
 async fn episode(State(ui): State<Arc<Ui>>, Path(id): Path<String>) -> Answer {
@@ -471,6 +504,7 @@ pub async fn serve_ui(
     let acceptor = crate::connections::Acceptor::new(listener, crate::connections::MAX_CONNECTIONS);
     let app = Router::new()
         .route("/", get(index))
+        .route("/api/snapshot", get(snapshot))
         .route("/leaderboards/{metric}", get(leaderboard))
         .route("/leaderboards/{metric}/entries/{n}", get(entry))
         .route("/cell", get(cell))

@@ -166,13 +166,22 @@ pub fn escape_html(s: &str) -> String {
 /// A page's HTML from its data (an object with `kind` and `title`).
 pub fn render(data: &Value) -> Result<String> {
     let title = data.get("title").and_then(Value::as_str).unwrap_or("epistore");
+    let mut page = with_dom_helpers(TEMPLATE);
+    // A live page (`live` in its data, served by `epistore ui`) may ask its own server
+    // for its snapshot; every other page can reach no network.
+    if data.get("live").is_some() {
+        page = page.replacen(PAGE_POLICY, &format!("{PAGE_POLICY}; connect-src 'self'"), 1);
+    }
     // The title first: the second pass then runs over the template, not the data.
-    Ok(with_dom_helpers(TEMPLATE).replacen("EPISTORE_PAGE_TITLE", &escape_html(title), 1).replacen(
+    Ok(page.replacen("EPISTORE_PAGE_TITLE", &escape_html(title), 1).replacen(
         "/*EPISTORE_PAGE_DATA*/null",
         &script_json(data)?,
         1,
     ))
 }
+
+/// The page's own content security policy (its `<meta>`), as the template has it.
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
 
 /// The data of the index page: the store's headline figures and metrics (computed by
 /// the caller with SQL), its cells and the leaderboards on offer.
@@ -233,6 +242,17 @@ mod tests {
         let html = render(&message_doc("a <title>", "m", &Links::None)).unwrap();
         assert!(!html.contains("/*EPISTORE_") && !html.contains("EPISTORE_PAGE_TITLE"), "a placeholder was left");
         assert!(html.contains("function el(tag, props)") && html.contains("<title>a &lt;title&gt;</title>"));
+    }
+
+    #[test]
+    fn only_a_live_page_may_ask_its_own_server() {
+        let mut data = message_doc("t", "m", &Links::None);
+        let meta = |html: &str| html.lines().find(|l| l.contains("Content-Security-Policy")).unwrap().to_string();
+        let still = meta(&render(&data).unwrap());
+        assert!(still.contains(PAGE_POLICY) && !still.contains("connect-src"), "{still}");
+        data["live"] = serde_json::json!({"snapshot": 3});
+        let live = meta(&render(&data).unwrap());
+        assert!(live.contains("; connect-src 'self'\""), "{live}");
     }
 
     #[test]
