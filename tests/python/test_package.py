@@ -570,3 +570,42 @@ def test_the_command_line_is_in_the_package(epi):
     script = shutil.which("epistore", path=str(Path(sys.executable).parent))
     if script:  # installed with pip: the console script
         assert subprocess.run([script, "--version"], capture_output=True, text=True).stdout.startswith("epistore")
+
+
+def test_ten_thousand_units_in_one_session_keep_memory_flat(tmp_path):
+    """No planning state outlives its import (issue 26: the importers kept Inspect's
+    archives, OpenHands' spans and aider's index in process-wide caches, so a long
+    Python session grew with every file it ever read). Ten rounds of about 1,000 units,
+    each round new files (a trajectory corpus of 1,000 rows, an Inspect archive, an
+    OpenHands output, an aider history), written as packages and removed: memory after
+    the tenth round is where it was after the second."""
+    real = REPO / "tests" / "fixtures" / "real"
+    row = json.loads((real / "trajectories" / "mini-coder-trajs-400k" / "sample.trajectories.jsonl")
+                     .read_text().splitlines()[0])
+    others = [real / "inspect" / "log_streaming.eval", real / "openhands" / "multi_swe_bench_output.jsonl",
+              real / "aider" / "chat-history.first-sessions.md"]
+    db = epistore.open(tmp_path / "unused", write=True)
+    rss, units = [], 0
+    for r in range(10):
+        logs = tmp_path / f"logs-{r}"
+        logs.mkdir()
+        with open(logs / "corpus.trajectories.jsonl", "w") as f:
+            for i in range(1000):
+                row["instance_id"] = f"round{r}__task-{i}"
+                f.write(json.dumps(row) + "\n")
+        for o in others:
+            shutil.copy(o, logs / (f"r{r}-" + o.name if o.suffix != ".md" else ".aider.chat.history.md"))
+        out = tmp_path / f"out-{r}"
+        summary = db.import_logs(logs, out=out, model="m-test")
+        found = sum(f["found"] for f in summary["formats"])
+        imported = {f["source_format"]: f["imported"] for f in summary["formats"]}
+        assert imported["trajectories"] == 1000 and imported["inspect"] >= 1 and imported["aider"] >= 1, imported
+        units += found
+        shutil.rmtree(out)
+        shutil.rmtree(logs)
+        gc.collect()
+        rss.append(_rss_mb())
+    db.close()
+    assert units >= 10_000, units
+    growth = max(rss[2:]) - rss[1]
+    assert growth < 64, f"RSS grew {growth:.0f} MB over rounds 3-10: {[round(x) for x in rss]}"
