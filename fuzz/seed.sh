@@ -182,6 +182,7 @@ for f in "$real"/trajectories/*/*.jsonl; do
     seed "$(case_of trajectories trajectories.jsonl)" "$f" "$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 seed "$(case_of opencode opencode-export.json)" tests/fixtures/constructed/opencode/session-export.json
+while IFS= read -r f; do seed "$(case_of terminal-bench results.json)" "$f" "tb-$(basename "$(dirname "$f")").json"; done < <(find tests/fixtures/constructed/terminal-bench -name results.json | LC_ALL=C sort)
 seed "$(case_of goose 20250301_120000.jsonl)" tests/fixtures/constructed/goose/sessions/20250320_153000.jsonl
 seed "$(case_of goose goose-export.json)" tests/fixtures/constructed/goose/session-export.json
 for f in "$real"/cline/*/tasks/*/api_conversation_history.json tests/fixtures/constructed/cline/*/tasks/*/api_conversation_history.json; do

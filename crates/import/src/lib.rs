@@ -44,6 +44,7 @@ mod openhands;
 mod pi;
 mod swe_agent;
 mod swe_bench;
+mod terminal_bench;
 mod trajectories;
 
 pub use recorder::{Call, EditKind, Grade, Part, Recorder, Verdict, IMPORTER};

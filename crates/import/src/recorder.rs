@@ -375,6 +375,8 @@ pub struct Recorder {
     /// The workspace state the harness identifies the actions recorded now by (OpenCode's
     /// step snapshot tree): written on each as `workspace_state`.
     workspace_state: Option<String>,
+    /// The log shows what the agent did ([`Recorder::agent_not_observed`]).
+    agent_observed: bool,
 }
 
 /// Secrets found in a package, counted by pattern (in [`secrets`] table order).
@@ -429,6 +431,7 @@ impl Recorder {
             fragment_diffs: false,
             not_agent: false,
             workspace_state: None,
+            agent_observed: true,
             max_file_bytes: epistore_package::Limits::default().max_file_bytes,
         }
     }
@@ -665,6 +668,16 @@ impl Recorder {
             *self.usd.get_or_insert(0.0) += usd;
         }
     }
+    /// The log does not show what the agent did (a harness's result without the
+    /// agent's own log): its actions, tools and interventions are not recorded, not
+    /// "recorded, none". Records already pushed stay (and keep their traces recorded).
+    pub fn agent_not_observed(&mut self) {
+        for kind in [TraceKind::Actions, TraceKind::Tools, TraceKind::Interventions] {
+            self.builder.unrecord_trace(kind);
+        }
+        self.agent_observed = false;
+    }
+
     /// `budget_exhausted`, `infra_error`, ... when the log says why the run stopped.
     pub fn stop_reason(&mut self, reason: &'static str) {
         self.stop_reason = Some(reason);
@@ -1364,6 +1377,12 @@ impl Recorder {
             "stop_reason": stop,
             "correct": correct,
         });
+        // A log that does not show the agent says nothing of its claim: left out (unknown).
+        if !self.agent_observed && self.last_complete.is_none() {
+            if let Some(map) = o.as_object_mut() {
+                map.shift_remove("agent_reported_complete");
+            }
+        }
         if let Some(v) = &self.verdict {
             if (0.0..=1.0).contains(&v.value) {
                 o["score"] = json!(v.value);

@@ -120,6 +120,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &crate::opencode::OpenCode,
     &crate::cline::Cline,
     &crate::goose::Goose,
+    &crate::terminal_bench::TerminalBench,
     &crate::trajectories::Trajectories,
 ];
 

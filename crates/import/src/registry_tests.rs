@@ -17,12 +17,13 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The source each fixture folder holds, and the files in them that are no log.
-const FOLDERS: [(&str, &str); 26] = [
+const FOLDERS: [(&str, &str); 27] = [
     ("tests/fixtures/real/trajectories", "trajectories"),
     ("tests/fixtures/constructed/opencode", "opencode"),
     ("tests/fixtures/real/cline", "cline"),
     ("tests/fixtures/constructed/cline", "cline"),
     ("tests/fixtures/constructed/goose", "goose"),
+    ("tests/fixtures/constructed/terminal-bench", "terminal-bench"),
     ("tests/fixtures/real/copilot-cli", "copilot-cli"),
     ("tests/fixtures/constructed/copilot-cli", "copilot-cli"),
     ("tests/fixtures/real/pi", "pi"),
@@ -58,6 +59,7 @@ fn not_a_log(rel: &str) -> bool {
         || rel.ends_with("outputs_slug.yaml")
         || rel.ends_with("/metadata.json")
         || rel.contains("/infer_logs/")
+        || rel.contains("/terminal-bench/") && (rel.contains("/agent-logs/") || rel.contains("/panes/"))
 }
 
 fn claims(path: &Path) -> Vec<(Format, Confidence)> {

@@ -142,6 +142,19 @@ pub(crate) fn classify(function: &str, args: &Map<String, Value>, submit_names: 
     Kind::Opaque
 }
 
+/// Keys a terminal agent (Terminus) sends to its shell: a line ending in Enter is a
+/// shell command; anything else (a key, half a line, `C-c`) has an effect the rules
+/// cannot tell.
+pub(crate) fn keystrokes(keys: &str) -> Kind {
+    let entered = keys.ends_with('\n') || keys.ends_with('\r');
+    let line = keys.trim_end_matches(['\n', '\r']);
+    if entered && !line.trim().is_empty() {
+        Kind::Shell(line.to_string())
+    } else {
+        Kind::Opaque
+    }
+}
+
 /// A tool's result or a message's content as text: a string, or a list of content
 /// parts (their `text`; an image as `[image]`).
 pub(crate) fn text(v: Option<&Value>) -> String {

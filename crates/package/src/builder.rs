@@ -130,6 +130,20 @@ impl PackageBuilder {
         self.traces[slot(kind)].get_or_insert_with(Vec::new);
     }
 
+    /// Marks a trace as not recorded again (no file), when it holds no record: a
+    /// recorder that learns it cannot observe what the trace is about. `false` when it
+    /// holds records (they stay).
+    pub fn unrecord_trace(&mut self, kind: TraceKind) -> bool {
+        let slot = &mut self.traces[slot(kind)];
+        match slot {
+            Some(records) if !records.is_empty() => false,
+            _ => {
+                *slot = None;
+                true
+            }
+        }
+    }
+
     /// Appends a record to a trace with the next `seq` (inserted as the first key), and
     /// returns that `seq`.
     pub fn push(&mut self, kind: TraceKind, fields: Map<String, Value>) -> u64 {
@@ -375,6 +389,18 @@ mod tests {
         let derived = b.derive().unwrap();
         assert_eq!((derived.final_revision, derived.posture.as_str()), (1, "stale"));
         assert_eq!(b.finish().unwrap().episode.derived, derived);
+    }
+
+    #[test]
+    fn a_trace_without_records_can_be_unrecorded_one_with_records_cannot() {
+        let mut b = PackageBuilder::new("p", Layout::SORTED);
+        b.record_trace(TraceKind::Tools);
+        b.record_trace(TraceKind::Actions);
+        b.push(TraceKind::Actions, Map::new());
+        assert!(b.unrecord_trace(TraceKind::Tools));
+        assert!(!b.unrecord_trace(TraceKind::Actions), "its record stays");
+        assert!(!b.reorder(TraceKind::Tools, &[]), "not recorded again");
+        assert!(b.reorder(TraceKind::Actions, &[0]));
     }
 
     #[test]

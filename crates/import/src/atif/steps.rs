@@ -249,7 +249,7 @@ impl<'a> Reader<'a> {
         author: Option<&str>,
     ) {
         let kind = match (c.function.as_str(), c.args.get("keystrokes").and_then(Value::as_str)) {
-            ("bash_command", Some(keys)) => keystrokes(keys),
+            ("bash_command", Some(keys)) => tools::keystrokes(keys),
             _ => tools::classify(&c.function, &c.args, &SUBMIT_TOOLS),
         };
         let command = match &kind {
@@ -379,18 +379,6 @@ fn is_submit(function: &str) -> bool {
 fn reports_failure(output: &str) -> bool {
     let t = output.trim_start();
     t.starts_with("ERROR:") || t.starts_with("Error:") || t.starts_with("Error executing tool")
-}
-
-/// Terminus keystrokes: a command line when they end with Enter (`\n`), else keys
-/// that steer the terminal without running anything the log shows.
-fn keystrokes(keys: &str) -> Kind {
-    let entered = keys.ends_with('\n') || keys.ends_with('\r');
-    let line = keys.trim_end_matches(['\n', '\r']);
-    if entered && !line.trim().is_empty() {
-        Kind::Shell(line.to_string())
-    } else {
-        Kind::Opaque
-    }
 }
 
 /// Terminus's task: its prompt template's `Task Description:` section.

@@ -207,7 +207,10 @@ impl crate::Importer for SweBench {
         }
         let report = s.near("resolved") && s.near("patch_successfully_applied");
         let document = s.first.is_none() && s.text.starts_with('{');
-        (document && (s.near("resolved_ids") || report || s.near("tests_status"))).then_some(crate::Confidence::Shape)
+        // Terminal-Bench's run summary also lists `resolved_ids`, beside its trials.
+        let terminal_bench = s.near("trial_name") && s.near("accuracy");
+        (document && !terminal_bench && (s.near("resolved_ids") || report || s.near("tests_status")))
+            .then_some(crate::Confidence::Shape)
     }
     fn plan(&self, inputs: Vec<Arc<Input>>, _: &crate::Options, plan: &mut Plan) {
         self::plan(inputs, plan)
