@@ -26,7 +26,8 @@ use crate::import::{self, ImportArgs};
 #[derive(clap::Args)]
 pub struct WatchArgs {
     /// Folders (or files) to watch; default: the session stores of the agents found in
-    /// the home directory (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ...).
+    /// the home directory (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp,
+    /// OpenCode's and Goose's stores, Cline's tasks, ...).
     pub paths: Vec<PathBuf>,
     /// Quiet time after a change before its pass starts.
     #[arg(long, default_value_t = 500)]
@@ -46,29 +47,40 @@ pub struct WatchArgs {
     pub exit_when_idle_ms: Option<u64>,
 }
 
-/// The session stores agents write, under the home directory.
-const STORES: [&str; 7] = [
-    ".claude/projects",
-    ".codex/sessions",
-    ".gemini/tmp",
-    ".openhands/sessions",
-    ".pi/agent/sessions",
-    ".copilot/session-state",
-    ".aider.chat.history.md",
+/// The session stores agents write, under the home directory, and whether to watch
+/// below them: OpenCode's data folder also holds its snapshot repositories, so only its
+/// own files (the store and its write-ahead log) are watched there.
+const STORES: [(&str, bool); 14] = [
+    (".claude/projects", true),
+    (".codex/sessions", true),
+    (".gemini/tmp", true),
+    (".openhands/sessions", true),
+    (".pi/agent/sessions", true),
+    (".copilot/session-state", true),
+    (".aider.chat.history.md", false),
+    (".local/share/opencode", false),
+    (".local/share/opencode/storage", true),
+    (".local/share/goose/sessions", true),
+    (".cline/data/tasks", true),
+    (".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks", true),
+    (".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks", true),
+    (".config/Code/User/globalStorage/kilocode.kilo-code/tasks", true),
 ];
 
-fn default_paths() -> Vec<PathBuf> {
+fn default_paths() -> Vec<(PathBuf, bool)> {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Vec::new() };
-    STORES.iter().map(|s| home.join(s)).filter(|p| p.exists()).collect()
+    STORES.iter().map(|(s, r)| (home.join(s), *r)).filter(|(p, _)| p.exists()).collect()
 }
 
 pub fn watch(store_dir: &Path, args: WatchArgs) -> Result<ExitCode> {
     use notify::Watcher as _;
-    let paths = if args.paths.is_empty() { default_paths() } else { args.paths.clone() };
+    let watched =
+        if args.paths.is_empty() { default_paths() } else { args.paths.iter().map(|p| (p.clone(), true)).collect() };
+    let paths: Vec<PathBuf> = watched.iter().map(|(p, _)| p.clone()).collect();
     anyhow::ensure!(
         !paths.is_empty(),
         "no agent session store found under the home directory ({}): give the folders to watch",
-        STORES.join(", ")
+        STORES.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(", ")
     );
     for p in &paths {
         anyhow::ensure!(p.exists(), "{}: no such file or directory", p.display());
@@ -76,20 +88,29 @@ pub fn watch(store_dir: &Path, args: WatchArgs) -> Result<ExitCode> {
     let (tx, rx) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(e) = event {
-            if !matches!(e.kind, notify::EventKind::Access(_)) {
+            // Reading a file (this importer reading an SQLite store, whose library sets
+            // the modes of its log and index on every open) is no change of it.
+            let content = !matches!(
+                e.kind,
+                notify::EventKind::Access(_) | notify::EventKind::Modify(notify::event::ModifyKind::Metadata(_))
+            );
+            if content {
                 let _ = tx.send(e.paths);
             }
         }
     })
     .context("starting the file-system watcher")?;
-    for p in &paths {
-        watcher.watch(p, notify::RecursiveMode::Recursive).with_context(|| format!("watching {}", p.display()))?;
+    for (p, below) in &watched {
+        let mode = if *below { notify::RecursiveMode::Recursive } else { notify::RecursiveMode::NonRecursive };
+        watcher.watch(p, mode).with_context(|| format!("watching {}", p.display()))?;
     }
     if !args.quiet {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         eprintln!("watching {}", shown.join(", "));
     }
-    pass(store_dir, &args, paths.clone())?;
+    // The first pass: every watched file and folder, a folder watched alone (OpenCode's
+    // data folder) by its stores only.
+    pass(store_dir, &args, paths.iter().flat_map(|p| first_scope(p, &watched)).collect())?;
     let debounce = Duration::from_millis(args.debounce_ms);
     let mut changed: BTreeSet<PathBuf> = BTreeSet::new();
     let mut last_event = Instant::now();
@@ -105,7 +126,7 @@ pub fn watch(store_dir: &Path, args: WatchArgs) -> Result<ExitCode> {
                 last_event = Instant::now();
             }
             Err(mpsc::RecvTimeoutError::Timeout) if !changed.is_empty() => {
-                let scopes = scopes(std::mem::take(&mut changed), &paths);
+                let scopes = scopes(std::mem::take(&mut changed), &watched);
                 if !scopes.is_empty() {
                     pass(store_dir, &args, scopes)?;
                 }
@@ -124,12 +145,32 @@ pub fn watch(store_dir: &Path, args: WatchArgs) -> Result<ExitCode> {
 /// (a Claude Code subagent's `<session>/subagents/` belongs to the folder holding
 /// `<session>.jsonl`; a Gemini CLI subagent's `chats/<session>/` to `chats/`), never
 /// wider than the watched path it is under.
-fn scopes(changed: BTreeSet<PathBuf>, roots: &[PathBuf]) -> Vec<PathBuf> {
+fn scopes(changed: BTreeSet<PathBuf>, watched: &[(PathBuf, bool)]) -> Vec<PathBuf> {
     let mut out: BTreeSet<PathBuf> = BTreeSet::new();
     for file in changed {
-        let Some(root) = roots.iter().find(|r| file.starts_with(r)) else { continue };
+        // The deepest watched path the file is under (OpenCode's `storage/` inside its
+        // data folder).
+        let Some((root, below)) =
+            watched.iter().filter(|(r, _)| file.starts_with(r)).max_by_key(|(r, _)| r.components().count())
+        else {
+            continue;
+        };
         if root.is_file() {
             out.insert(root.clone());
+            continue;
+        }
+        // An SQLite store (OpenCode's, Goose's) changes through its write-ahead log: the
+        // store itself is what to read. Its shared-memory index changes whenever anyone
+        // reads it, this importer too: not a change of the store.
+        if file.to_string_lossy().ends_with(".db-shm") {
+            continue;
+        }
+        if let Some(db) = sqlite_store(&file) {
+            out.insert(db);
+            continue;
+        }
+        // A folder watched for its stores only: nothing else in it is read.
+        if !below {
             continue;
         }
         let mut dir = file.parent().map(Path::to_path_buf).unwrap_or_else(|| root.clone());
@@ -152,6 +193,32 @@ fn scopes(changed: BTreeSet<PathBuf>, roots: &[PathBuf]) -> Vec<PathBuf> {
     // A folder inside another one of the set is imported with it.
     let all: Vec<PathBuf> = out.iter().cloned().collect();
     out.into_iter().filter(|d| !all.iter().any(|o| o != d && d.starts_with(o))).collect()
+}
+
+/// The SQLite store a changed file belongs to: `X.db`, `X.db-wal`.
+fn sqlite_store(file: &Path) -> Option<PathBuf> {
+    let name = file.file_name()?.to_str()?;
+    let db = name.strip_suffix("-wal").unwrap_or(name);
+    let path = file.with_file_name(db);
+    (db.ends_with(".db") && path.is_file()).then_some(path)
+}
+
+/// What the first pass reads of a watched path: the path, or for a folder watched
+/// without what is below it, its SQLite stores only.
+fn first_scope(path: &Path, watched: &[(PathBuf, bool)]) -> Vec<PathBuf> {
+    let below = watched.iter().find(|(p, _)| p == path).is_none_or(|(_, b)| *b);
+    if below || path.is_file() {
+        return vec![path.to_path_buf()];
+    }
+    let mut stores: Vec<PathBuf> = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "db") && p.is_file())
+        .collect();
+    stores.sort();
+    stores
 }
 
 /// One import of `paths` into the store, opened for the pass only.

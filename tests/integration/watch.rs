@@ -132,3 +132,64 @@ fn a_half_written_line_waits_and_a_grown_log_supersedes() {
     let all = store.sql("SELECT count(*) AS n FROM all_episodes");
     assert_eq!(all[0]["n"], 2, "both imports are kept");
 }
+
+/// One OpenCode message with one text part, as OpenCode 1.2 writes them.
+fn opencode_message(db: &rusqlite::Connection, n: i64, role: &str, text: &str) {
+    let (mid, pid) = (format!("msg_{n:04}"), format!("prt_{n:04}"));
+    let data = match role {
+        "user" => serde_json::json!({"role": "user", "time": {"created": 1_770_000_000_000i64 + n}}),
+        _ => {
+            serde_json::json!({"role": "assistant", "modelID": "gpt-5.2", "time": {"created": 1_770_000_000_000i64 + n}})
+        }
+    };
+    db.execute("INSERT INTO message VALUES (?1, 'ses_live', ?2, ?2, ?3)", rusqlite::params![mid, n, data.to_string()])
+        .unwrap();
+    let part = serde_json::json!({"type": "text", "text": text});
+    db.execute(
+        "INSERT INTO part VALUES (?1, ?2, 'ses_live', ?3, ?3, ?4)",
+        rusqlite::params![pid, mid, n, part.to_string()],
+    )
+    .unwrap();
+}
+
+#[test]
+fn an_opencode_store_written_while_watched_is_read_through_its_write_ahead_log() {
+    let store = TestStore::new();
+    let data = store.dir.path().join("opencode");
+    std::fs::create_dir_all(&data).unwrap();
+    // OpenCode keeps its connection open in WAL mode: what it writes sits in the log.
+    let db = rusqlite::Connection::open(data.join("opencode.db")).unwrap();
+    db.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+         CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text, slug text NOT NULL, directory text NOT NULL, title text NOT NULL, version text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL);
+         CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+         CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+         INSERT INTO session VALUES ('ses_live', 'global', NULL, 's', '/w', 't', '1.2.0', 1, 1);",
+    )
+    .unwrap();
+    opencode_message(&db, 1, "user", "Rename the flag.");
+    opencode_message(&db, 2, "assistant", "Renamed it.");
+    let mut child = store
+        .command()
+        .args(["watch", "--quiet", "--debounce-ms", "50", "--exit-when-idle-ms", "4000"])
+        .arg(&data)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !store.path().join("epistore.redb").exists() || store.episode_count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the session never arrived");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let first = store.sql("SELECT episode_id FROM episodes")[0]["episode_id"].as_str().unwrap().to_string();
+    // The person goes on, in the same session.
+    opencode_message(&db, 3, "user", "Also update the docs.");
+    opencode_message(&db, 4, "assistant", "Updated them.");
+    assert!(child.wait().unwrap().success());
+    let current = store.sql("SELECT supersedes FROM episodes");
+    assert_eq!(current.len(), 1, "{current:?}");
+    assert_eq!(current[0]["supersedes"], first.as_str());
+    assert_eq!(store.sql("SELECT count(*) AS n FROM all_episodes")[0]["n"], 2);
+    assert_eq!(store.sql("SELECT count(*) AS n FROM interventions")[0]["n"], 1, "the second prompt");
+    drop(db);
+}
