@@ -27,6 +27,7 @@ pub mod recorder;
 mod registry;
 pub mod secrets;
 pub mod shell;
+mod sqlite;
 mod tools;
 
 mod aider;

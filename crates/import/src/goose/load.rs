@@ -2,37 +2,11 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
 use super::Session;
+use crate::sqlite::{columns, error as sql_error, open};
 use crate::{Input, Refusal};
-
-/// Read-only, as OpenCode's store is opened (`crate::opencode`): with the write-ahead
-/// log when its index can be opened, else as the file stands.
-fn open(path: &Path) -> Result<Connection, String> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let tried = Connection::open_with_flags(path, flags).and_then(|c| {
-        c.busy_timeout(std::time::Duration::from_secs(5))?;
-        c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
-        Ok(c)
-    });
-    tried.or_else(|first| {
-        Connection::open_with_flags(format!("file:{}?immutable=1", path.display()), flags)
-            .map_err(|_| format!("cannot open the SQLite store: {first}"))
-    })
-}
-
-fn sql_error(e: rusqlite::Error) -> String {
-    format!("cannot read the SQLite store: {e}")
-}
-
-/// The columns of a table (they differ between Goose's schema versions).
-fn columns(db: &Connection, table: &str) -> Result<Vec<String>, String> {
-    let mut stmt = db.prepare(&format!("PRAGMA table_info({table})")).map_err(sql_error)?;
-    let names = stmt.query_map([], |r| r.get::<_, String>(1)).map_err(sql_error)?;
-    names.collect::<Result<Vec<_>, _>>().map_err(sql_error)
-}
 
 pub(super) fn database_sessions(path: &Path) -> Result<Vec<String>, String> {
     let db = open(path)?;

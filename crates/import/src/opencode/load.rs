@@ -3,44 +3,17 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
 use super::{storage_root, Session};
+use crate::sqlite::{error as sql_error, open};
 use crate::{Input, Refusal};
-
-/// Opens the store read-only, never writing to it or beside it. A store in use has a
-/// write-ahead log: read with it when its index file can be opened, else read as it
-/// stands (`immutable`), without what the log holds.
-fn open(path: &Path) -> Result<Connection, String> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let tried = Connection::open_with_flags(path, flags).and_then(|c| {
-        c.busy_timeout(std::time::Duration::from_secs(5))?;
-        c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
-        Ok(c)
-    });
-    match tried {
-        Ok(c) => Ok(c),
-        Err(first) => {
-            let uri = format!("file:{}?immutable=1", path.display());
-            Connection::open_with_flags(uri, flags).map_err(|_| format!("cannot open the SQLite store: {first}"))
-        }
-    }
-}
-
-fn sql_error(e: rusqlite::Error) -> String {
-    format!("cannot read the SQLite store: {e}")
-}
 
 /// The ids of the store's sessions, oldest first.
 pub(super) fn database_sessions(path: &Path) -> Result<Vec<String>, String> {
     let db = open(path)?;
-    let tables: Vec<String> = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-        .and_then(|mut s| s.query_map([], |r| r.get::<_, String>(0))?.collect())
-        .map_err(sql_error)?;
     for t in ["session", "message", "part"] {
-        if !tables.iter().any(|x| x == t) {
+        if crate::sqlite::columns(&db, t)?.is_empty() {
             return Err(format!(
                 "no `{t}` table: not an OpenCode 1.x store (OpenCode 2's tables are a format this build does not \
                  read)"
