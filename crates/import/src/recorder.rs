@@ -1025,6 +1025,16 @@ impl Recorder {
     pub fn person_message(&mut self, ts: Option<&str>, text: &str) -> u64 {
         self.intervention(ts, "other", text, Grade::Observed)
     }
+    /// What a person wrote to the agent in a chat session: the first time, the task
+    /// (no intervention); later, an intervention. Either way a `user` message.
+    pub fn person_said(&mut self, ts: Option<&str>, text: String) {
+        if self.task_prompt.is_none() {
+            self.task_prompt(&text);
+        } else {
+            self.person_message(ts, &text);
+        }
+        self.message(Message::human(text).ts(ts));
+    }
     /// A person approved (`approval`) or rejected (`other`) a tool call.
     pub fn person_decision(&mut self, ts: Option<&str>, approved: bool, reason: &str) -> u64 {
         self.intervention(ts, if approved { "approval" } else { "other" }, reason, Grade::Observed)

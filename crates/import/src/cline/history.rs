@@ -81,7 +81,6 @@ struct Pending {
 
 pub(super) fn record(rec: &mut Recorder, messages: &[Value]) {
     rec.record_messages();
-    let mut task_seen = false;
     let mut xml: Option<Pending> = None;
     let mut native: Vec<Pending> = Vec::new();
     for m in messages {
@@ -94,7 +93,7 @@ pub(super) fn record(rec: &mut Recorder, messages: &[Value]) {
                 }
                 assistant(rec, m, &blocks, &mut xml, &mut native);
             }
-            Some("user") => user(rec, &blocks, &mut task_seen, &mut xml, &mut native),
+            Some("user") => user(rec, &blocks, &mut xml, &mut native),
             _ => {}
         }
     }
@@ -186,13 +185,7 @@ fn assistant(rec: &mut Recorder, m: &Value, blocks: &[Value], xml: &mut Option<P
     rec.message(Message::assistant(said.join("\n")).reasoning(reasoning.join("\n\n")).model(model));
 }
 
-fn user(
-    rec: &mut Recorder,
-    blocks: &[Value],
-    task_seen: &mut bool,
-    xml: &mut Option<Pending>,
-    native: &mut Vec<Pending>,
-) {
+fn user(rec: &mut Recorder, blocks: &[Value], xml: &mut Option<Pending>, native: &mut Vec<Pending>) {
     let mut i = 0;
     while i < blocks.len() {
         let b = &blocks[i];
@@ -232,7 +225,7 @@ fn user(
                     }
                     continue;
                 }
-                words(rec, text, task_seen);
+                words(rec, text);
             }
             _ => {}
         }
@@ -240,7 +233,7 @@ fn user(
 }
 
 /// A user message's words: the task, the person's later words, or the harness's.
-fn words(rec: &mut Recorder, text: &str, task_seen: &mut bool) {
+fn words(rec: &mut Recorder, text: &str) {
     let mut text = text.to_string();
     while let Some((inner, rest)) = cut(&text, "environment_details") {
         if let Some(dir) = WORKDIR.captures(inner) {
@@ -265,13 +258,7 @@ fn words(rec: &mut Recorder, text: &str, task_seen: &mut bool) {
         .iter()
         .find_map(|t| cut(text, t).map(|(inner, _)| inner.trim().to_string()))
         .unwrap_or_else(|| text.to_string());
-    if !*task_seen {
-        *task_seen = true;
-        rec.task_prompt(&unwrapped);
-    } else {
-        rec.person_message(None, &unwrapped);
-    }
-    rec.message(Message::human(unwrapped));
+    rec.person_said(None, unwrapped);
 }
 
 fn unanswered(rec: &mut Recorder, p: Pending) {

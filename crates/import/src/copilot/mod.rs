@@ -112,7 +112,6 @@ fn read(input: &Input) -> Result<Recorder, Refusal> {
         .filter(|e| e.get("type").and_then(Value::as_str) == Some("tool.execution_complete"))
         .filter_map(|e| s(data(e), "toolCallId").map(|id| (id, e)))
         .collect();
-    let mut task_seen = false;
     let mut models: Vec<String> = s(&start, "selectedModel").map(str::to_string).into_iter().collect();
     let mut output_tokens: Option<i64> = None;
     let mut shutdowns = 0;
@@ -126,13 +125,8 @@ fn read(input: &Input) -> Result<Recorder, Refusal> {
                 let skill = s(d, "source").is_some_and(|x| x.starts_with("skill-"));
                 if skill || said.trim_start().starts_with("<skill-context") {
                     rec.message(Message::harness(said).ts(ts));
-                } else if !task_seen {
-                    task_seen = true;
-                    rec.task_prompt(&said);
-                    rec.message(Message::human(said).ts(ts));
                 } else {
-                    rec.person_message(ts, &said);
-                    rec.message(Message::human(said).ts(ts));
+                    rec.person_said(ts, said);
                 }
             }
             "system.message" => {

@@ -108,17 +108,12 @@ impl crate::Importer for Goose {
         let mut in_databases: HashSet<String> = HashSet::new();
         for input in inputs {
             match sniffed_kind(&input.path) {
-                Some(Kind::Database) => match load::database_sessions(&input.path) {
-                    Ok(ids) if ids.is_empty() => plan.refuse(FORMAT, input.refuse(None, "no sessions in this store")),
-                    Ok(ids) => {
-                        for id in ids {
-                            in_databases.insert(id.clone());
-                            let part = Part::Object(format!("session {id}"));
-                            plan.units.push(Unit::new(FORMAT, vec![input.clone()], part).with(Source::Database { id }));
-                        }
-                    }
-                    Err(why) => plan.refuse(FORMAT, input.refuse(None, why)),
-                },
+                Some(Kind::Database) => {
+                    let ids = load::database_sessions(&input.path);
+                    crate::sqlite::plan_sessions(FORMAT, &input, ids, plan, &mut in_databases, |id| Source::Database {
+                        id,
+                    })
+                }
                 Some(k) => files.push((input, k)),
                 None => plan.refuse(FORMAT, input.refuse(None, "not a Goose store, session file or export")),
             }

@@ -67,7 +67,6 @@ pub(super) fn session(rec: &mut Recorder, session: &Session) {
         .filter(|b| kind_of(b) == "toolResponse")
         .filter_map(|b| Some((s(b, "id")?, b.get("toolResult")?)))
         .collect();
-    let mut task_seen = false;
     for m in &session.messages {
         let ts = when(m);
         let ts = ts.as_deref();
@@ -80,15 +79,10 @@ pub(super) fn session(rec: &mut Recorder, session: &Session) {
                     continue;
                 }
                 let said = said.join("\n");
-                if !visible {
-                    rec.message(Message::harness(said).ts(ts));
-                } else if !task_seen {
-                    task_seen = true;
-                    rec.task_prompt(&said);
-                    rec.message(Message::human(said).ts(ts));
+                if visible {
+                    rec.person_said(ts, said);
                 } else {
-                    rec.person_message(ts, &said);
-                    rec.message(Message::human(said).ts(ts));
+                    rec.message(Message::harness(said).ts(ts));
                 }
             }
             Some("assistant") => assistant(rec, m, ts, &results),

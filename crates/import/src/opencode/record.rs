@@ -45,12 +45,11 @@ pub(super) fn session(rec: &mut Recorder, session: &Session) {
     if info.get("revert").is_some_and(|r| !r.is_null()) {
         rec.note("the person reverted the session to an earlier message: what follows it was undone");
     }
-    let mut task_seen = false;
     for (m, parts) in &session.messages {
         let ts = ms(time(m, "created"));
         rec.saw_time(ts.as_deref());
         match s(m, "role") {
-            Some("user") => user(rec, m, parts, ts.as_deref(), &mut task_seen),
+            Some("user") => user(rec, parts, ts.as_deref()),
             Some("assistant") => assistant(rec, m, parts, ts.as_deref()),
             _ => {}
         }
@@ -58,14 +57,7 @@ pub(super) fn session(rec: &mut Recorder, session: &Session) {
     }
 }
 
-fn user(
-    rec: &mut Recorder,
-    m: &Map<String, Value>,
-    parts: &[Map<String, Value>],
-    ts: Option<&str>,
-    task_seen: &mut bool,
-) {
-    let _ = m;
+fn user(rec: &mut Recorder, parts: &[Map<String, Value>], ts: Option<&str>) {
     let flag = |p: &Map<String, Value>, k: &str| p.get(k).and_then(Value::as_bool) == Some(true);
     let said: Vec<&str> = parts_of(parts, "text")
         .filter(|p| !flag(p, "synthetic") && !flag(p, "ignored"))
@@ -81,14 +73,7 @@ fn user(
     if said.is_empty() {
         return;
     }
-    let said = said.join("\n");
-    if !*task_seen {
-        *task_seen = true;
-        rec.task_prompt(&said);
-    } else {
-        rec.person_message(ts, &said);
-    }
-    rec.message(Message::human(said).ts(ts));
+    rec.person_said(ts, said.join("\n"));
 }
 
 fn assistant(rec: &mut Recorder, m: &Map<String, Value>, parts: &[Map<String, Value>], ts: Option<&str>) {
