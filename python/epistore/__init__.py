@@ -336,16 +336,18 @@ class Database:
         out: PathLike | None = None,
         reimport: bool = False,
         redact: bool = False,
+        mapping: PathLike | None = None,
     ) -> Dict[str, Any]:
         """Import the logs agent tools write, as ``epistore import``: Inspect AI,
         Claude Code (``~/.claude/projects``), Codex, SWE-agent, mini-SWE-agent,
-        OpenHands, aider, SWE-bench reports; formats detected by content, folders
-        walked, ``~`` expanded. Each run becomes an episode package committed through
+        OpenHands, aider, SWE-bench reports, Harbor / ATIF, Gemini CLI, Pi, Copilot
+        CLI, OpenCode, Cline / Roo / Kilo, Goose, Terminal-Bench 1.x runs and
+        trajectory datasets (JSON Lines or Parquet; ``mapping`` names their
+        columns); formats detected by content, folders walked, ``~`` expanded. Each run becomes an episode package committed through
         the normal ingest (needs ``write=True``), or with ``out`` a package directory
         written there. Importing the same files again adds nothing.
 
-        ``format`` forces the log format (inspect, claude-code, codex, swe-agent,
-        mini-swe-agent, openhands, aider, swe-bench); ``model``, ``harness_level``,
+        ``format`` forces the log format (its name as ``epistore formats`` lists it); ``model``, ``harness_level``,
         ``task``, ``cluster`` override what the logs say; ``scorer`` picks the Inspect
         scorer; ``git_log`` is aider's ``git log -p`` file; ``redact`` replaces what
         looks like secrets. Returns the summary of ``epistore import
@@ -369,5 +371,6 @@ class Database:
                 None if out is None else _path(out),
                 reimport,
                 redact,
+                None if mapping is None else _path(mapping),
             )
         )

@@ -262,7 +262,7 @@ impl Database {
 
     /// `epistore import --summary-format json`: imports agent logs; the summary as JSON.
     #[pyo3(signature = (paths, source_format=None, model=None, harness_level=None, task=None, cluster=None,
-                        scorer=None, git_log=None, out=None, reimport=false, redact=false))]
+                        scorer=None, git_log=None, out=None, reimport=false, redact=false, mapping=None))]
     #[allow(clippy::too_many_arguments)]
     fn import_logs(
         &self,
@@ -278,6 +278,7 @@ impl Database {
         out: Option<PathBuf>,
         reimport: bool,
         redact: bool,
+        mapping: Option<PathBuf>,
     ) -> PyResult<String> {
         py.detach(|| {
             let format =
@@ -291,7 +292,7 @@ impl Database {
                 cluster,
                 scorer,
                 git_log,
-                mapping: None,
+                mapping,
                 out,
                 reimport,
                 redact,

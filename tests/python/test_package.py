@@ -609,3 +609,24 @@ def test_ten_thousand_units_in_one_session_keep_memory_flat(tmp_path):
     assert units >= 10_000, units
     growth = max(rss[2:]) - rss[1]
     assert growth < 64, f"RSS grew {growth:.0f} MB over rounds 3-10: {[round(x) for x in rss]}"
+
+
+def test_import_logs_reads_a_parquet_corpus_with_a_mapping(tmp_path):
+    """A trajectory corpus as its publisher ships it (Parquet, its own column names),
+    imported from Python with a mapping file naming the columns."""
+    import pyarrow.parquet as pq
+    rows = [json.loads(l) for l in (REPO / "tests" / "fixtures" / "real" / "trajectories" / "swe-smith-trajectories"
+                                     / "sample.trajectories.jsonl").read_text().splitlines() if l.strip()]
+    renamed = [{"conv": r["messages"], "task": r["instance_id"], "run": r["traj_id"], "ok": r["resolved"],
+                "model_name": r["model"]} for r in rows]
+    pq.write_table(pa.Table.from_pylist(renamed), tmp_path / "train-00000-of-00001.parquet")
+    mapping = tmp_path / "mapping.json"
+    mapping.write_text(json.dumps({"messages": "conv", "instance_id": "task", "run_id": "run", "outcome": "ok"}))
+    with epistore.open(tmp_path / "store", write=True) as w:
+        without = w.import_logs(tmp_path / "train-00000-of-00001.parquet")
+        assert "no messages column" in without["refused"][0]["reason"], without
+        summary = w.import_logs(tmp_path / "train-00000-of-00001.parquet", mapping=mapping)
+        assert summary["refused"] == [], summary["refused"]
+        got = w.sql("SELECT episode, task, correct FROM episodes ORDER BY episode").to_pylist()
+    assert [(g["episode"], g["task"], g["correct"]) for g in got] == sorted(
+        (r["traj_id"], r["instance_id"], bool(r["resolved"])) for r in rows)
