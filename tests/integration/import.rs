@@ -610,3 +610,42 @@ fn an_opencode_session_that_went_on_supersedes_its_earlier_import_and_auth_json_
     let (_, third, _) = import(&store, std::slice::from_ref(&data), &[]);
     assert_eq!(tally(&third)["opencode"], (1, 0, 1, 0), "{third}");
 }
+
+/// This round's sources: their fixtures (OpenCode's files, Cline / Roo / Kilo tasks,
+/// Goose's files, a Terminal-Bench run; `--model` for the logs that name none).
+fn new_sources() -> Vec<PathBuf> {
+    vec![
+        repo_root().join("tests/fixtures/constructed/opencode"),
+        repo_root().join("tests/fixtures/constructed/cline"),
+        real("cline"),
+        repo_root().join("tests/fixtures/constructed/goose"),
+        repo_root().join("tests/fixtures/constructed/terminal-bench"),
+    ]
+}
+
+#[test]
+fn the_new_sources_import_once_and_write_the_same_packages_twice() {
+    let store = TestStore::new();
+    let (code, first, stderr) = import(&store, &new_sources(), &["--model", "m-test"]);
+    assert_eq!(code, 0, "{first}\n{stderr}");
+    let counts = tally(&first);
+    // OpenCode: the storage/ session and the export; Cline: two constructed tasks and
+    // the real Roo task; Goose: the legacy file and the export; Terminal-Bench: two trials.
+    for (format, n) in [("opencode", 2), ("cline", 3), ("goose", 2), ("terminal-bench", 2)] {
+        assert_eq!(counts[format], (n, n, 0, 0), "{format}: {first}");
+    }
+    let (code, again, _) = import(&store, &new_sources(), &["--model", "m-test"]);
+    assert_eq!(code, 0);
+    assert!(tally(&again).values().all(|t| t.1 == 0), "re-import adds nothing: {again}");
+    assert_eq!(store.sql("SELECT count(*) AS n FROM all_episodes")[0]["n"], 9);
+
+    let (one, two) = (store.dir.path().join("one"), store.dir.path().join("two"));
+    for out in [&one, &two] {
+        let (code, summary, stderr) =
+            import(&store, &new_sources(), &["--model", "m-test", "--out", out.to_str().unwrap()]);
+        assert_eq!(code, 0, "{summary}\n{stderr}");
+    }
+    let (a, b) = (tree(&one), tree(&two));
+    assert!(a.len() > 9);
+    assert!(a == b, "two --out runs differ");
+}
