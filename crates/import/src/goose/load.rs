@@ -74,7 +74,7 @@ pub(super) fn from_database(path: &Path, id: &str) -> Result<Session, String> {
         }
         messages.push(m);
     }
-    Ok(Session { info, messages })
+    Ok(Session { info, messages, cut_last_line: None })
 }
 
 /// Goose 1.0 to 1.9: the header line, then a message per line. Goose rewrote the whole
@@ -84,6 +84,7 @@ pub(super) fn from_lines(input: &Input) -> Result<Session, Refusal> {
     let text = input.text()?;
     let mut info = Map::new();
     let mut messages = Vec::new();
+    let mut cut_last_line = None;
     let lines: Vec<&str> = text.lines().collect();
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
@@ -95,14 +96,14 @@ pub(super) fn from_lines(input: &Input) -> Result<Session, Refusal> {
             Ok(_) => return Err(Refusal::at_line(input.display(), i + 1, "expected a JSON object")),
             // Only the last line may be cut short.
             Err(_) if i + 1 == lines.len() && i > 0 => {
-                info.insert("_cut_last_line".into(), Value::from(i + 1));
+                cut_last_line = Some(i + 1);
             }
             Err(e) => return Err(Refusal::at_line(input.display(), i + 1, format!("malformed JSON: {e}"))),
         }
     }
     let stem = input.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     info.insert("id".into(), Value::String(stem));
-    Ok(Session { info, messages })
+    Ok(Session { info, messages, cut_last_line })
 }
 
 /// `goose session export --format json`: the session's fields and its `conversation`.
@@ -121,5 +122,5 @@ pub(super) fn from_export(input: &Input) -> Result<Session, Refusal> {
         let stem = input.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         doc.insert("id".into(), Value::String(stem));
     }
-    Ok(Session { info: doc, messages })
+    Ok(Session { info: doc, messages, cut_last_line: None })
 }

@@ -32,17 +32,25 @@ pub(crate) struct Goose;
 pub(crate) struct Session {
     pub info: Map<String, Value>,
     pub messages: Vec<Value>,
+    /// A JSON Lines file's last line (its number), cut short as Goose rewrote the file,
+    /// and left out.
+    pub cut_last_line: Option<usize>,
 }
 
 impl Session {
     fn id(&self) -> &str {
         self.info.get("id").and_then(Value::as_str).unwrap_or("")
     }
-    /// The session as `goose session export` writes it, compact.
+    /// The session as `goose session export` writes it, compact, written from the
+    /// session as it is (nothing copied).
     fn to_json(&self) -> Vec<u8> {
-        let mut doc = self.info.clone();
-        doc.insert("conversation".into(), Value::Array(self.messages.clone()));
-        serde_json::to_vec(&Value::Object(doc)).unwrap_or_default()
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            #[serde(flatten)]
+            info: &'a Map<String, Value>,
+            conversation: &'a [Value],
+        }
+        serde_json::to_vec(&Doc { info: &self.info, conversation: &self.messages }).expect("JSON objects serialise")
     }
 }
 
@@ -74,12 +82,18 @@ fn kind(name: &str, head: &[u8], text: &str, first: Option<&Map<String, Value>>)
     None
 }
 
-fn sniffed_kind(path: &Path) -> Option<Kind> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    std::fs::File::open(path).ok()?.take(crate::SNIFF_BYTES as u64).read_to_end(&mut head).ok()?;
-    let s = crate::Sniff::new(path, &head);
-    kind(&s.name, s.head, &s.text, s.first.as_ref())
+/// The kind of a file detection gave this source, by its name alone (its content was
+/// looked at once, by detection; reading a file of `--format goose` says what is wrong
+/// with it).
+fn placed(path: &Path) -> Kind {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    if name.ends_with(".db") {
+        Kind::Database
+    } else if name.ends_with(".jsonl") {
+        Kind::Lines
+    } else {
+        Kind::Export
+    }
 }
 
 /// Where a unit's session is read from.
@@ -107,15 +121,14 @@ impl crate::Importer for Goose {
         let mut files = Vec::new();
         let mut in_databases: HashSet<String> = HashSet::new();
         for input in inputs {
-            match sniffed_kind(&input.path) {
-                Some(Kind::Database) => {
+            match placed(&input.path) {
+                Kind::Database => {
                     let ids = load::database_sessions(&input.path);
                     crate::sqlite::plan_sessions(FORMAT, &input, ids, plan, &mut in_databases, |id| Source::Database {
                         id,
                     })
                 }
-                Some(k) => files.push((input, k)),
-                None => plan.refuse(FORMAT, input.refuse(None, "not a Goose store, session file or export")),
+                k => files.push((input, k)),
             }
         }
         // Goose 1.10 copied its JSON Lines sessions into the store and left the files: a
@@ -138,10 +151,9 @@ fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
     let input = &unit.files[0];
     let source = match unit.planned::<Source>() {
         Some(s) => s.clone(),
-        None => match (&unit.part, sniffed_kind(&input.path)) {
-            (Part::Object(p), _) => Source::Database { id: p.trim_start_matches("session ").to_string() },
-            (_, Some(k)) => Source::File(k),
-            _ => return Err(input.refuse(None, "not a Goose store, session file or export")),
+        None => match &unit.part {
+            Part::Object(p) => Source::Database { id: p.trim_start_matches("session ").to_string() },
+            _ => Source::File(placed(&input.path)),
         },
     };
     let session = match &source {

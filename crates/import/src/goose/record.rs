@@ -37,8 +37,9 @@ fn kind_of(b: &Value) -> &str {
 
 pub(super) fn session(rec: &mut Recorder, session: &Session) {
     rec.record_messages();
-    let info = Value::Object(session.info.clone());
-    if let Some(dir) = s(&info, "working_dir").filter(|d| !d.is_empty()) {
+    let info = &session.info;
+    let text = |k: &str| info.get(k).and_then(Value::as_str);
+    if let Some(dir) = text("working_dir").filter(|d| !d.is_empty()) {
         rec.workdir(dir);
     }
     let model_config = info.get("model_config_json").or_else(|| info.get("model_config"));
@@ -53,10 +54,10 @@ pub(super) fn session(rec: &mut Recorder, session: &Session) {
     if let Some(usd) = info.get("accumulated_cost").and_then(Value::as_f64).filter(|c| *c > 0.0) {
         rec.usd(usd);
     }
-    if let Some(parent) = s(&info, "parent_session_id") {
+    if let Some(parent) = text("parent_session_id") {
         rec.note(format!("a subagent session (of session {parent})"));
     }
-    if let Some(line) = n("_cut_last_line") {
+    if let Some(line) = session.cut_last_line {
         rec.note(format!("the file's last line ({line}) was cut short when Goose rewrote it: left out"));
     }
     // The responses of the session's calls, by the request's id.

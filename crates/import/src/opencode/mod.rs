@@ -44,16 +44,21 @@ impl Session {
     pub fn id(&self) -> &str {
         self.info.get("id").and_then(Value::as_str).unwrap_or("")
     }
-    /// The export document (`{info, messages: [{info, parts}]}`), compact.
+    /// The export document (`{info, messages: [{info, parts}]}`), compact, written from
+    /// the session as it is (nothing copied).
     pub fn to_json(&self) -> Vec<u8> {
-        let messages: Vec<Value> = self
-            .messages
-            .iter()
-            .map(|(info, parts)| {
-                serde_json::json!({"info": info, "parts": parts.iter().cloned().map(Value::Object).collect::<Vec<_>>()})
-            })
-            .collect();
-        serde_json::to_vec(&serde_json::json!({"info": self.info, "messages": messages})).unwrap_or_default()
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            info: &'a Object,
+            messages: Vec<Message<'a>>,
+        }
+        #[derive(serde::Serialize)]
+        struct Message<'a> {
+            info: &'a Object,
+            parts: &'a [Object],
+        }
+        let messages = self.messages.iter().map(|(info, parts)| Message { info, parts }).collect();
+        serde_json::to_vec(&Doc { info: &self.info, messages }).expect("JSON objects serialise")
     }
 }
 
@@ -129,19 +134,18 @@ impl crate::Importer for OpenCode {
         let mut stored = Vec::new();
         let mut in_databases: HashSet<String> = HashSet::new();
         for input in inputs {
-            match sniffed_kind(&input.path) {
-                Some(Kind::Database) => {
+            match placed(&input.path) {
+                Kind::Database => {
                     let ids = load::database_sessions(&input.path);
                     crate::sqlite::plan_sessions(FORMAT, &input, ids, plan, &mut in_databases, |id| Source::Database {
                         id,
                     })
                 }
-                Some(Kind::Export) => plan.units.push(Unit::new(FORMAT, vec![input], Part::Whole).with(Source::Export)),
-                Some(Kind::StoredSession) => stored.push(input),
-                Some(Kind::StoredPiece) => {
+                Kind::Export => plan.units.push(Unit::new(FORMAT, vec![input], Part::Whole).with(Source::Export)),
+                Kind::StoredSession => stored.push(input),
+                Kind::StoredPiece => {
                     plan.cover(FORMAT, &input, "part of an OpenCode session (a message, part, project, diff or todo file): read with the session's file")
                 }
-                None => plan.refuse(FORMAT, input.refuse(None, "not an OpenCode store, session file or export")),
             }
         }
         // `storage/` stays on disk after OpenCode 1.2 moved it into the database: a
@@ -161,25 +165,32 @@ impl crate::Importer for OpenCode {
     }
 }
 
-/// The kind of a file, sniffed again at planning (`--format opencode` skips detection).
-fn sniffed_kind(path: &Path) -> Option<Kind> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    let f = std::fs::File::open(path).ok()?;
-    f.take(crate::SNIFF_BYTES as u64).read_to_end(&mut head).ok()?;
+/// The kind of a file detection gave this source, by its name and place alone (the
+/// content was looked at once, by detection; `--format opencode` takes the file as an
+/// export unless its name or place says otherwise, and reading it says what is wrong).
+fn placed(path: &Path) -> Kind {
     let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-    kind(path, &name, &head, String::from_utf8_lossy(&head).trim_start())
+    let in_folder = |f: &str| path.parent().is_some_and(|p| p.components().any(|c| c.as_os_str() == f));
+    if name.ends_with(".db") {
+        Kind::Database
+    } else if in_folder("storage") && name.ends_with(".json") {
+        if name.starts_with("ses_") && in_folder("session") {
+            Kind::StoredSession
+        } else {
+            Kind::StoredPiece
+        }
+    } else {
+        Kind::Export
+    }
 }
 
 fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
     let input = &unit.files[0];
     let source = match unit.planned::<Source>() {
         Some(s) => s.clone(),
-        None => match (&unit.part, sniffed_kind(&input.path)) {
-            (Part::Object(p), Some(Kind::Database)) => {
-                Source::Database { id: p.trim_start_matches("session ").to_string() }
-            }
-            (_, Some(Kind::StoredSession)) => Source::Stored,
+        None => match (&unit.part, placed(&input.path)) {
+            (Part::Object(p), Kind::Database) => Source::Database { id: p.trim_start_matches("session ").to_string() },
+            (_, Kind::StoredSession) => Source::Stored,
             _ => Source::Export,
         },
     };
