@@ -99,21 +99,22 @@ impl crate::Importer for Cline {
     }
 }
 
-/// The extension that wrote a task, by the folder it is in.
+/// The extension that wrote a task, by the storage folder it is in (a folder named
+/// exactly so: the extension's id, or its CLI's data folder).
 fn harness(path: &Path) -> &'static str {
-    let p = path.to_string_lossy().to_lowercase();
-    if p.contains("roo-cline") || p.contains(".roo") || p.contains("roo-code") {
-        "roo-code"
-    } else if p.contains("kilo") {
-        "kilo-code"
-    } else {
-        "cline"
+    for c in path.components() {
+        match c.as_os_str().to_string_lossy().to_lowercase().as_str() {
+            "rooveterinaryinc.roo-cline" | ".roocode" | ".roo" | ".vscode-mock" => return "roo-code",
+            "kilocode.kilo-code" | ".kilocode" => return "kilo-code",
+            _ => {}
+        }
     }
+    "cline"
 }
 
-fn json_of(input: &Input) -> Result<Value, Refusal> {
-    let bytes = input.read()?;
-    epistore_package::json_from_slice::<Value>(&bytes)
+/// A file of the task as JSON, from its bytes.
+fn json_of(input: &Input, bytes: &[u8]) -> Result<Value, Refusal> {
+    epistore_package::json_from_slice::<Value>(bytes)
         .map_err(|e| Refusal::at_line(input.display(), e.line(), format!("malformed JSON: {e}")))
 }
 
@@ -121,26 +122,28 @@ fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
     let history = &unit.files[0];
     let task_dir = history.path.parent().unwrap_or(Path::new("."));
     let id = task_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "task".into());
-    let messages = match json_of(history)? {
-        Value::Array(m) => m,
-        _ => return Err(history.refuse(None, "expected a JSON array of messages")),
-    };
     let mut rec = Recorder::new(FORMAT, id.clone());
     rec.harness_name(Some(harness(&history.path)));
-    let mut ui = Vec::new();
-    let mut metadata = None;
+    let (mut messages, mut ui, mut metadata) = (None, Vec::new(), None);
+    // Each file read once: parsed, then kept as its source copy.
     for f in &unit.files {
-        rec.source(&f.file_name(), &f.blake3()?, Part::Whole, f.read()?)?;
+        let bytes = f.read()?;
         match f.file_name().as_str() {
+            HISTORY => match json_of(f, &bytes)? {
+                Value::Array(m) => messages = Some(m),
+                _ => return Err(f.refuse(None, "expected a JSON array of messages")),
+            },
             "ui_messages.json" => {
-                if let Value::Array(m) = json_of(f)? {
+                if let Value::Array(m) = json_of(f, &bytes)? {
                     ui = m;
                 }
             }
-            "task_metadata.json" => metadata = Some(json_of(f)?),
+            "task_metadata.json" => metadata = Some(json_of(f, &bytes)?),
             _ => {}
         }
+        rec.source(&f.file_name(), &f.blake3()?, Part::Whole, bytes)?;
     }
+    let messages = messages.ok_or_else(|| history.refuse(None, "no api_conversation_history.json"))?;
     // The task folder is rewritten as the task goes on: read again, it replaces its
     // earlier import.
     if let Some(old) = ctx.prior.and_then(|p| p.latest(FORMAT, &id)) {

@@ -62,26 +62,26 @@ impl crate::Importer for TerminalBench {
     }
     fn plan(&self, inputs: Vec<Arc<Input>>, _: &crate::Options, plan: &mut Plan) {
         for input in inputs {
-            let value = input.read().ok().and_then(|b| epistore_package::json_from_slice::<Value>(&b).ok());
-            match value.as_ref().and_then(Value::as_object) {
-                Some(o) if trial(o) => plan.units.push(Unit::new(FORMAT, vec![input], Part::Whole)),
-                Some(_) if input.file_name() == "run_metadata.json" => {
-                    plan.cover(FORMAT, &input, "the run's metadata: read with each of its trials")
+            if input.file_name() == "run_metadata.json" {
+                plan.cover(FORMAT, &input, "the run's metadata: read with each of its trials");
+                continue;
+            }
+            let bytes = match input.read() {
+                Ok(b) => b,
+                Err(r) => {
+                    plan.refuse(FORMAT, r);
+                    continue;
                 }
-                Some(o) if o.contains_key("results") => {
+            };
+            match epistore_package::json_from_slice::<Value>(&bytes) {
+                Ok(Value::Object(o)) if trial(&o) => plan.units.push(Unit::new(FORMAT, vec![input], Part::Whole)),
+                Ok(Value::Object(o)) if o.contains_key("results") => {
                     plan.cover(FORMAT, &input, "the run's summary: its trials are read from their own folders")
                 }
-                Some(_) => plan.refuse(FORMAT, input.refuse(None, "not a Terminal-Bench trial's results.json")),
-                None => match input.read() {
-                    Ok(b) => {
-                        let why = match epistore_package::json_from_slice::<Value>(&b) {
-                            Err(e) => Refusal::at_line(input.display(), e.line(), format!("malformed JSON: {e}")),
-                            Ok(_) => input.refuse(None, "expected a JSON object"),
-                        };
-                        plan.refuse(FORMAT, why)
-                    }
-                    Err(r) => plan.refuse(FORMAT, r),
-                },
+                Ok(_) => plan.refuse(FORMAT, input.refuse(None, "not a Terminal-Bench trial's results.json")),
+                Err(e) => {
+                    plan.refuse(FORMAT, Refusal::at_line(input.display(), e.line(), format!("malformed JSON: {e}")))
+                }
             }
         }
     }
@@ -94,12 +94,12 @@ fn s<'a>(o: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
     o.get(k).and_then(Value::as_str)
 }
 
-/// The run's `run_metadata.json`: beside the trial's task folder (`RUN/TASK/TRIAL/`).
-fn run_metadata(trial_dir: &Path) -> Option<(PathBuf, Map<String, Value>)> {
-    let path = trial_dir.parent()?.parent()?.join("run_metadata.json");
-    let bytes = std::fs::read(&path).ok()?;
+/// The run's `run_metadata.json`, beside the trial's task folder (`RUN/TASK/TRIAL/`):
+/// its bytes and its fields.
+fn run_metadata(trial_dir: &Path) -> Option<(Vec<u8>, Map<String, Value>)> {
+    let bytes = std::fs::read(trial_dir.parent()?.parent()?.join("run_metadata.json")).ok()?;
     match epistore_package::json_from_slice::<Value>(&bytes).ok()? {
-        Value::Object(o) => Some((path, o)),
+        Value::Object(o) => Some((bytes, o)),
         _ => None,
     }
 }
@@ -138,8 +138,7 @@ fn read(input: &Input) -> Result<Recorder, Refusal> {
     if let Some(prompt) = s(&result, "instruction") {
         rec.task_prompt(prompt);
     }
-    if let Some((path, meta)) = run_metadata(trial_dir) {
-        let shared = std::fs::read(&path).map_err(|e| input.io(e))?;
+    if let Some((shared, meta)) = run_metadata(trial_dir) {
         let hash = blake3::hash(&shared).to_hex().to_string();
         rec.source("run_metadata.json", &hash, Part::Whole, shared)?;
         if let Some(m) = s(&meta, "model_name") {
@@ -198,8 +197,9 @@ fn terminus(rec: &mut Recorder, episodes: &[(usize, PathBuf)]) -> Result<(), Ref
         let shown = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|e| Refusal::new(&shown, None, format!("cannot read: {e}")))?;
         let hash = blake3::hash(&bytes).to_hex().to_string();
-        rec.source(&format!("episode-{n}-response.json"), &hash, Part::Whole, bytes.clone())?;
-        let reply = match epistore_package::json_from_slice::<Value>(&bytes) {
+        let parsed = epistore_package::json_from_slice::<Value>(&bytes);
+        rec.source(&format!("episode-{n}-response.json"), &hash, Part::Whole, bytes)?;
+        let reply = match parsed {
             Ok(Value::Object(o)) => o,
             _ => {
                 rec.note(format!("episode {n}: the reply is not the JSON Terminus asks for (its commands never ran)"));

@@ -204,22 +204,23 @@ fn read(unit: &Unit, ctx: &Context) -> Result<Recorder, Refusal> {
         Some(p) => (p.place.clone(), p.mapping.clone()),
         None => replan(unit, ctx)?,
     };
-    let (bytes, part, at) = match place {
+    // The row's bytes, its part and place, and its number in the file (for labels).
+    let (bytes, part, at, number) = match place {
         Place::Line(span) => {
             let mut bytes = vec![0u8; span.len as usize];
             let mut file = std::fs::File::open(&input.path).map_err(|e| input.io(e))?;
             file.seek(SeekFrom::Start(span.offset))
                 .and_then(|_| file.read_exact(&mut bytes))
                 .map_err(|e| input.io(e))?;
-            (bytes, Part::Line(span.line), format!("line {}", span.line))
+            (bytes, Part::Line(span.line), format!("line {}", span.line), span.line)
         }
         Place::Row { rows, index } => {
             let at = row_part(index);
             let bytes = rows.row(index).map_err(|why| input.refuse(Some(at.clone()), why))?;
-            (bytes, Part::Object(at.clone()), at)
+            (bytes, Part::Object(at.clone()), at, index + 1)
         }
     };
-    record_row(input, bytes, part, &at, &mapping)
+    record_row(input, bytes, part, (&at, number), &mapping)
 }
 
 /// A unit read without its plan's state (built by hand): its place found again.
@@ -252,7 +253,13 @@ fn replan(unit: &Unit, ctx: &Context) -> Result<(Place, Arc<Mapping>), Refusal> 
 }
 
 /// One row, as JSON bytes, into its episode.
-fn record_row(input: &Input, bytes: Vec<u8>, part: Part, at: &str, mapping: &Mapping) -> Result<Recorder, Refusal> {
+fn record_row(
+    input: &Input,
+    bytes: Vec<u8>,
+    part: Part,
+    (at, number): (&str, usize),
+    mapping: &Mapping,
+) -> Result<Recorder, Refusal> {
     let refuse = |why: String| Refusal::new(input.display(), Some(at.to_string()), why);
     let mut row = match epistore_package::json_from_slice::<Value>(&bytes) {
         Ok(Value::Object(o)) => o,
@@ -269,8 +276,8 @@ fn record_row(input: &Input, bytes: Vec<u8>, part: Part, at: &str, mapping: &Map
     let instance = mapping.instance_id(&row);
     let label = mapping
         .run_id(&row)
-        .or_else(|| instance.as_ref().map(|i| format!("{i}#{n}", n = number(&part))))
-        .unwrap_or_else(|| format!("{}#{n}", input.file_name(), n = number(&part)));
+        .or_else(|| instance.as_ref().map(|i| format!("{i}#{number}")))
+        .unwrap_or_else(|| format!("{}#{number}", input.file_name()));
     let mut rec = Recorder::new(FORMAT, label);
     rec.source(&input.file_name(), &input.blake3()?, part, bytes)?;
     rec.harness_name(mapping.harness.clone());
@@ -290,13 +297,4 @@ fn record_row(input: &Input, bytes: Vec<u8>, part: Part, at: &str, mapping: &Map
     }
     rec.note("a dataset row: no times, and no person in the run (later user messages are the harness's)");
     Ok(rec)
-}
-
-/// A row's number in its file (a line's, or a columnar row's), for labels.
-fn number(part: &Part) -> String {
-    match part {
-        Part::Line(n) => n.to_string(),
-        Part::Object(at) => at.trim_start_matches("row ").to_string(),
-        _ => String::new(),
-    }
 }
