@@ -52,15 +52,6 @@ const INDEX_CELLS: usize = 5_000;
 /// Leaderboards kept built (each is a bootstrap over the store).
 const BOARD_CACHE: usize = 16;
 const TOKEN_COOKIE: &str = "epistore_ui_token";
-/// A page may run its own inline script and style and nothing else: no fetch, no
-/// frame, no image but data URLs.
-const PAGE_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
-/// The index and the episode lists follow the store as it grows (`live` in their
-/// data): they may ask this server, and only this server, for its snapshot and their
-/// own data again. Episode pages keep the policy above.
-const LIVE_CSP: &str =
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'";
-
 struct Ui {
     store: Arc<Store>,
     settings: UiSettings,
@@ -112,10 +103,11 @@ fn bad_request(what: impl Into<String>) -> Failure {
     Failure(StatusCode::BAD_REQUEST, what.into())
 }
 
-/// An HTML page from its data. The policy forbids every fetch: a page (and anything
-/// an episode's data might smuggle into it) can reach no network.
+/// An HTML page from its data, with the view's policy for it: an episode page (and
+/// anything its data might smuggle into it) can reach no network; a live page only
+/// this server.
 fn page(status: StatusCode, data: &Value) -> Response {
-    let csp = if data.get("live").is_some() { LIVE_CSP } else { PAGE_CSP };
+    let csp = epistore_view::policy(data);
     match render(data) {
         Ok(html) => (
             status,
@@ -158,7 +150,13 @@ async fn snapshot(State(ui): State<Arc<Ui>>) -> Answer {
 }
 
 fn html(html: String) -> Response {
-    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CONTENT_SECURITY_POLICY, PAGE_CSP)], html)
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, epistore_view::PAGE_POLICY),
+        ],
+        html,
+    )
         .into_response()
 }
 

@@ -167,10 +167,8 @@ pub fn escape_html(s: &str) -> String {
 pub fn render(data: &Value) -> Result<String> {
     let title = data.get("title").and_then(Value::as_str).unwrap_or("epistore");
     let mut page = with_dom_helpers(TEMPLATE);
-    // A live page (`live` in its data, served by `epistore ui`) may ask its own server
-    // for its snapshot; every other page can reach no network.
-    if data.get("live").is_some() {
-        page = page.replacen(PAGE_POLICY, &format!("{PAGE_POLICY}; connect-src 'self'"), 1);
+    if policy(data) != PAGE_POLICY {
+        page = page.replacen(PAGE_POLICY, policy(data), 1);
     }
     // The title first: the second pass then runs over the template, not the data.
     Ok(page.replacen("EPISTORE_PAGE_TITLE", &escape_html(title), 1).replacen(
@@ -180,8 +178,28 @@ pub fn render(data: &Value) -> Result<String> {
     ))
 }
 
-/// The page's own content security policy (its `<meta>`), as the template has it.
-const PAGE_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
+/// The pages' content security policy, as the template's `<meta>` has it: a page may run
+/// its own inline script and style and nothing else (no fetch, no frame, no image but
+/// data URLs). A server sends the same in its header ([`policy`]).
+macro_rules! page_policy {
+    () => {
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+    };
+}
+pub const PAGE_POLICY: &str = page_policy!();
+/// A live page's (`live` in its data: the index and the episode lists `epistore ui`
+/// serves, following the store as it grows): it may also ask its own server, and only
+/// it, for the snapshot and its data again.
+pub const LIVE_POLICY: &str = concat!(page_policy!(), "; connect-src 'self'");
+
+/// The policy of a page with this data.
+pub fn policy(data: &Value) -> &'static str {
+    if data.get("live").is_some() {
+        LIVE_POLICY
+    } else {
+        PAGE_POLICY
+    }
+}
 
 /// The data of the index page: the store's headline figures and metrics (computed by
 /// the caller with SQL), its cells and the leaderboards on offer.
