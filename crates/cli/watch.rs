@@ -110,7 +110,7 @@ pub fn watch(store_dir: &Path, args: WatchArgs) -> Result<ExitCode> {
     }
     // The first pass: every watched file and folder, a folder watched alone (OpenCode's
     // data folder) by its stores only.
-    pass(store_dir, &args, paths.iter().flat_map(|p| first_scope(p, &watched)).collect())?;
+    pass(store_dir, &args, watched.iter().flat_map(|(p, below)| first_scope(p, *below)).collect())?;
     let debounce = Duration::from_millis(args.debounce_ms);
     let mut changed: BTreeSet<PathBuf> = BTreeSet::new();
     let mut last_event = Instant::now();
@@ -205,8 +205,7 @@ fn sqlite_store(file: &Path) -> Option<PathBuf> {
 
 /// What the first pass reads of a watched path: the path, or for a folder watched
 /// without what is below it, its SQLite stores only.
-fn first_scope(path: &Path, watched: &[(PathBuf, bool)]) -> Vec<PathBuf> {
-    let below = watched.iter().find(|(p, _)| p == path).is_none_or(|(_, b)| *b);
+fn first_scope(path: &Path, below: bool) -> Vec<PathBuf> {
     if below || path.is_file() {
         return vec![path.to_path_buf()];
     }

@@ -209,7 +209,8 @@ impl Rows for ParquetRows {
 
 /// A one-row batch as a compact JSON object.
 fn to_json(batch: &RecordBatch) -> Result<Vec<u8>, Error> {
-    let mut writer = LineDelimitedWriter::new(Vec::with_capacity(batch.get_array_memory_size().min(1 << 20)));
+    // (A one-row slice reports the memory of the whole batch it shares: no size hint from it.)
+    let mut writer = LineDelimitedWriter::new(Vec::with_capacity(16 << 10));
     writer.write(batch)?;
     writer.finish()?;
     let mut bytes = writer.into_inner();
