@@ -174,3 +174,33 @@ fn a_sum_past_the_64_bit_range_is_an_error_not_a_wrapped_number() {
     let rows = store.sql("SELECT sum(CAST(tokens_in AS DECIMAL(38, 0))) AS s FROM episodes");
     assert!(!rows[0]["s"].is_null(), "{rows:?}");
 }
+
+/// The red team's `tokens_in * 2` wrapped to a negative number: `+ - *` on integers
+/// are checked too, through every way a statement comes in, and a column keeps the
+/// name the user wrote.
+#[test]
+fn integer_arithmetic_past_the_64_bit_range_is_an_error_not_a_wrapped_number() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let big = "tokens_in * 4611686018427387904 * 4";
+    for args in [
+        vec!["sql".to_string(), format!("SELECT {big} AS t FROM episodes WHERE tokens_in > 0")],
+        vec!["metrics".to_string(), "--where".to_string(), "agent_checks * 4611686018427387904 * 4 > 0".to_string()],
+        vec![
+            "export".to_string(),
+            "--query".to_string(),
+            "SELECT 0 - max(tokens_in) - 9223372036854775807 - 9 AS t FROM episodes".to_string(),
+            "--out".to_string(),
+            store.dir.path().join("wrapped.parquet").display().to_string(),
+        ],
+    ] {
+        let out = store.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(!out.status.success(), "{args:?}: a wrapped number was printed: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("integer arithmetic overflowed"), "{args:?}: {}", text(&out.stderr));
+    }
+    assert!(!store.dir.path().join("wrapped.parquet").exists(), "a refused export left a file");
+    let rows = store.sql("SELECT tokens_in * 2, tokens_in - 1 AS less FROM episodes WHERE tokens_in > 0 LIMIT 1");
+    let row = rows[0].as_object().unwrap();
+    assert!(row.contains_key("episodes.tokens_in * Int64(2)") && row.contains_key("less"), "{row:?}");
+    assert_eq!(row["episodes.tokens_in * Int64(2)"].as_i64().unwrap(), 2 * (row["less"].as_i64().unwrap() + 1));
+}

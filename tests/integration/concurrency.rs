@@ -112,3 +112,53 @@ fn serve_runs_at_most_max_queries_at_once() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `serve`'s memory limit covers results too: a batch (with its encoded copy) that does
+/// not fit in the pool ends its stream with `ResourceExhausted` naming the limit, the
+/// server stays up, and what a stream held is given back (ten results of a third of
+/// the pool each run one after the other). A function that would build more than one
+/// call may (`repeat` of 2 GB) is refused before it builds anything.
+#[test]
+fn serve_charges_results_to_its_memory_limit() {
+    use arrow_flight_59::flight_service_client::FlightServiceClient;
+    use arrow_flight_59::sql::{CommandStatementQuery, ProstMessageExt};
+    use arrow_flight_59::FlightDescriptor;
+    use prost::Message;
+
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let (mut child, addr) = store.serve(&["--memory-limit-mib", "64", "--query-timeout-secs", "60"]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let channel =
+            tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+        let mut client =
+            FlightServiceClient::new(channel).max_decoding_message_size(256 << 20).max_encoding_message_size(64 << 20);
+        // Bytes of the results of `sql`, or the status that ended its stream.
+        let mut run = async |sql: &str| -> Result<usize, tonic::Status> {
+            let command = CommandStatementQuery { query: sql.into(), transaction_id: None };
+            let descriptor = FlightDescriptor::new_cmd(command.as_any().encode_to_vec());
+            let info = client.get_flight_info(descriptor).await?.into_inner();
+            let mut stream = client.do_get(info.endpoint[0].ticket.clone().unwrap()).await?.into_inner();
+            let mut bytes = 0;
+            while let Some(message) = stream.message().await? {
+                bytes += message.data_body.len();
+            }
+            Ok(bytes)
+        };
+        // 40 MB, 80 MB with its encoding: more than the 64 MiB pool.
+        let status = run("SELECT repeat('x', 40000000) AS big").await.expect_err("a result past the pool was sent");
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status}");
+        assert!(status.message().contains("--memory-limit-mib") && status.message().contains("64 MiB"), "{status}");
+        // 10 MB each (20 with the encoding): fits, and is given back after each stream.
+        for _ in 0..10 {
+            let bytes = run("SELECT repeat('x', 10000000) AS part").await.expect("a result within the pool");
+            assert!(bytes >= 10_000_000, "{bytes}");
+        }
+        let status = run("SELECT repeat('x', 2000000000) AS bomb").await.expect_err("a 2 GB string was built");
+        assert!(status.message().contains("repeat would build 1907 MiB"), "{status}");
+    });
+    assert!(child.try_wait().unwrap().is_none(), "the server exited");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -158,6 +158,26 @@ def test_episodes_types_match_arrow_export(epi, conn, tmp_path):
     assert [(f.name, f.type) for f in served] == [(f.name, f.type) for f in exported]
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT upper('x') AS t",
+        "SELECT repeat('x', 3) || task AS t, 1 + 1 AS two FROM episodes",
+        "SELECT count(*) AS n FROM episodes",
+    ],
+)
+def test_computed_columns_keep_the_announced_schema(conn, sql):
+    """The physical plan knows a constant is never null; the schema the statement
+    announced (FlightInfo, prepared statement) says nullable. Batches are sent under the
+    announced one: ADBC refused the result ("endpoint 0 returned inconsistent schema")."""
+    table = query(conn, sql)
+    assert table.num_rows >= 1
+    with conn.cursor() as cur:
+        cur.adbc_prepare(sql)
+        cur.execute(sql)
+        assert cur.fetch_arrow_table().num_rows == table.num_rows
+
+
 def test_pandas_and_polars_frames(conn):
     sql = "SELECT model, harness_level, avs_rate FROM cell_metrics"
     with conn.cursor() as cur:

@@ -56,7 +56,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
-use datafusion::execution::memory_pool::{FairSpillPool, MemoryPool};
+use datafusion::execution::memory_pool::{FairSpillPool, MemoryConsumer, MemoryPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_plan::SendableRecordBatchStream;
@@ -220,18 +220,25 @@ impl EpistoreFlightSql {
         df.with_param_values(parameters).map_err(|e| Status::invalid_argument(e.to_string()))
     }
 
-    /// Plans `sql` read-only; returns the stream and its schema.
+    /// Plans `sql` read-only; returns the stream and the schema every call announces.
+    ///
+    /// That is the logical plan's schema, the one a prepared statement announces before
+    /// it can run: the physical plan may know more (a constant is never null) and its
+    /// batches say so, which ADBC refuses as "endpoint 0 returned inconsistent schema"
+    /// (`SELECT upper('x')` did). So batches are sent under the announced schema.
     async fn plan(
         &self,
         sql: &str,
         parameters: Vec<ScalarValue>,
         deadline: tokio::time::Instant,
-    ) -> std::result::Result<SendableRecordBatchStream, Status> {
+    ) -> std::result::Result<(SendableRecordBatchStream, SchemaRef), Status> {
         let df = self.dataframe(sql, parameters, deadline).await?;
-        tokio::time::timeout_at(deadline, df.execute_stream())
+        let announced = Arc::new(df.schema().as_arrow().clone());
+        let stream = tokio::time::timeout_at(deadline, df.execute_stream())
             .await
             .map_err(|_| Status::deadline_exceeded("query planning exceeded the time limit"))?
-            .map_err(|e| Status::invalid_argument(e.to_string()))
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        Ok((stream, announced))
     }
 
     /// The deadline of a query that starts now.
@@ -253,20 +260,48 @@ impl EpistoreFlightSql {
             .await
             .map_err(|_| Status::deadline_exceeded("waited past the time limit for a free query slot"))?
             .map_err(|_| Status::unavailable("the server is shutting down"))?;
-        let stream = self.plan(sql, parameters, deadline).await?;
-        let schema = stream.schema();
-        let limited = futures::stream::unfold((stream, permit, false), move |(mut stream, permit, done)| async move {
-            if done {
-                return None;
-            }
-            match tokio::time::timeout_at(deadline, stream.next()).await {
-                Ok(Some(Ok(batch))) => Some((Ok(batch), (stream, permit, false))),
-                Ok(Some(Err(e))) => Some((Err(FlightError::ExternalError(Box::new(e))), (stream, permit, true))),
-                Ok(None) => None,
-                Err(_) => Some((
-                    Err(FlightError::Tonic(Box::new(Status::deadline_exceeded("query exceeded the time limit")))),
-                    (stream, permit, true),
-                )),
+        let (stream, schema) = self.plan(sql, parameters, deadline).await?;
+        let announced = schema.clone();
+        // A batch leaves the operators' accounting once it is produced, and the encoder
+        // then holds it and its encoded copy until the client has read them: both are
+        // charged to the server's pool until the encoder asks for the next batch (the
+        // red team's ten 1.19 GB results took a 2 GiB server to 6.59 GB).
+        let reservation = MemoryConsumer::new("query result (batch and its encoding)").register(&self.pool);
+        let limit = self.settings.memory_limit;
+        let state = (stream, permit, reservation, false);
+        let limited = futures::stream::unfold(state, move |(mut stream, permit, reservation, done)| {
+            let announced = announced.clone();
+            async move {
+                if done {
+                    return None;
+                }
+                reservation.free();
+                let stopped = |status: Status| Err(FlightError::Tonic(Box::new(status)));
+                match tokio::time::timeout_at(deadline, stream.next()).await {
+                    Ok(Some(Ok(batch))) => {
+                        // Never fails where the physical plan only narrows nullability.
+                        let batch = match batch.clone().with_schema(announced.clone()) {
+                            Ok(relabelled) => relabelled,
+                            Err(_) => batch,
+                        };
+                        let held = 2 * batch.get_array_memory_size();
+                        match reservation.try_grow(held) {
+                            Ok(()) => Some((Ok(batch), (stream, permit, reservation, false))),
+                            Err(_) => {
+                                drop(batch);
+                                Some((stopped(result_too_big(held, limit)), (stream, permit, reservation, true)))
+                            }
+                        }
+                    }
+                    Ok(Some(Err(e))) => {
+                        Some((Err(FlightError::ExternalError(Box::new(e))), (stream, permit, reservation, true)))
+                    }
+                    Ok(None) => None,
+                    Err(_) => Some((
+                        stopped(Status::deadline_exceeded("query exceeded the time limit")),
+                        (stream, permit, reservation, true),
+                    )),
+                }
             }
         });
         let encoded = FlightDataEncoderBuilder::new().with_schema(schema).build(limited).map_err(Status::from);
@@ -281,6 +316,18 @@ impl EpistoreFlightSql {
 }
 
 type DoGetStream = <EpistoreFlightSql as FlightService>::DoGetStream;
+
+/// The refusal of a result batch the pool cannot hold beside the running queries.
+fn result_too_big(held: usize, limit: usize) -> Status {
+    let mib = |bytes: usize| bytes.div_ceil(1 << 20);
+    Status::resource_exhausted(format!(
+        "a result batch needing {} MiB with its encoding does not fit in the server's memory limit \
+         ({} MiB, shared by the queries running now): select fewer rows or smaller columns, or \
+         start the server with a larger --memory-limit-mib",
+        mib(held),
+        mib(limit)
+    ))
+}
 
 /// The FlightInfo of a catalog call: its schema, and a ticket that is the command
 /// itself (the answer is computed at DoGet).
@@ -392,8 +439,7 @@ impl FlightSqlService for EpistoreFlightSql {
         self.check_token(&request)?;
         // Planning checks the statement (read-only, known tables) before a ticket is
         // handed out; execution waits for DoGet.
-        let stream = self.plan(&query.query, vec![], self.deadline()).await?;
-        let schema = stream.schema();
+        let (stream, schema) = self.plan(&query.query, vec![], self.deadline()).await?;
         drop(stream);
         let ticket = TicketStatementQuery { statement_handle: self.tickets.sign(&query.query).into() };
         let info = FlightInfo::new()

@@ -615,7 +615,7 @@ fn derive_per_episode(base: &[RecordBatch]) -> Result<Vec<(SchemaRef, Vec<Record
             .map_err(|e| Error::DataFusion(DataFusionError::External(Box::new(e))))?;
         runtime.block_on(async {
             let ctx = SessionContext::new_with_config(crate::session_config().with_target_partitions(1));
-            ctx.register_udaf(crate::checked_sum::checked_sum());
+            crate::checked(&ctx);
             ctx.register_udf(views::location_overlaps());
             for (kind, batch) in TableKind::ALL.iter().zip(base) {
                 ctx.register_batch(kind.name(), batch.clone())?;

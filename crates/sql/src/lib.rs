@@ -4,6 +4,8 @@
 //! Everything here reads; nothing writes to the store. Statements that would write
 //! files or change the catalog (`COPY`, `CREATE`, `INSERT`, `SET`, ...) are refused.
 
+pub mod bounded;
+mod checked_arithmetic;
 mod checked_sum;
 mod cluster_ci;
 pub mod columnar;
@@ -54,6 +56,14 @@ pub fn session_config() -> SessionConfig {
     // Read strings back as the Utf8 the tables declare.
     config.options_mut().execution.parquet.schema_force_view_types = false;
     config
+}
+
+/// Integer arithmetic that fails instead of wrapping: `sum` ([`checked_sum`]) and
+/// `+ - *` ([`checked_arithmetic`]). Installed on every session over store tables
+/// before any view is planned (a view keeps the `sum` it was planned with).
+pub(crate) fn checked(ctx: &SessionContext) {
+    ctx.register_udaf(checked_sum::checked_sum());
+    checked_arithmetic::install(ctx);
 }
 
 /// A SQL session over one consistent snapshot of a store.
@@ -181,8 +191,8 @@ impl Engine {
 
     fn context_for_store() -> SessionContext {
         let ctx = SessionContext::new_with_config(session_config().with_information_schema(true));
-        // Before any view is planned: a view keeps the `sum` it was planned with.
-        ctx.register_udaf(checked_sum::checked_sum());
+        checked(&ctx);
+        bounded::install(&ctx);
         // JSON functions for the JSON text columns: `messages.arguments`,
         // `manifest_extra`, `outcome_extra`, every `extra`.
         for udf in json::functions() {
