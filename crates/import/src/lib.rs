@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -119,11 +120,15 @@ pub struct Input {
     pub path: PathBuf,
     pub format: Format,
     hash: OnceLock<Result<String, Refusal>>,
+    /// The file's length when it was first read: every later read (parse, hash, source
+    /// copy) takes exactly that many bytes, so a log an agent is still appending to is
+    /// imported as one consistent snapshot, its copy hashing to the recorded blake3.
+    snapshot: OnceLock<u64>,
 }
 
 impl Input {
     pub fn new(path: PathBuf, format: Format) -> Input {
-        Input { path, format, hash: OnceLock::new() }
+        Input { path, format, hash: OnceLock::new(), snapshot: OnceLock::new() }
     }
 
     /// The path as shown to the user.
@@ -136,21 +141,31 @@ impl Input {
         self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "source".into())
     }
 
-    /// blake3 of the whole file (hex), computed once, streaming.
+    /// blake3 of the whole file (hex) as of its snapshot, computed once, streaming.
     pub fn blake3(&self) -> Result<String, Refusal> {
         self.hash
             .get_or_init(|| {
                 let mut hasher = blake3::Hasher::new();
-                hasher
-                    .update_reader(std::fs::File::open(&self.path).map_err(|e| self.io(e))?)
-                    .map_err(|e| self.io(e))?;
+                let mut counted = Counted { inner: self.open()?, bytes: 0 };
+                hasher.update_reader(&mut counted).map_err(|e| self.io(e))?;
+                self.snapshot.get_or_init(|| counted.bytes);
                 Ok(hasher.finalize().to_hex().to_string())
             })
             .clone()
     }
 
+    /// The file's bytes as of its snapshot (the first read fixes it).
     pub fn read(&self) -> Result<Vec<u8>, Refusal> {
-        std::fs::read(&self.path).map_err(|e| self.io(e))
+        let mut bytes = Vec::new();
+        self.open()?.read_to_end(&mut bytes).map_err(|e| self.io(e))?;
+        self.snapshot.get_or_init(|| bytes.len() as u64);
+        Ok(bytes)
+    }
+
+    /// The file, cut at its snapshot once there is one.
+    fn open(&self) -> Result<std::io::Take<std::fs::File>, Refusal> {
+        let file = std::fs::File::open(&self.path).map_err(|e| self.io(e))?;
+        Ok(file.take(self.snapshot.get().copied().unwrap_or(u64::MAX)))
     }
 
     /// The file as UTF-8 text.
@@ -167,6 +182,20 @@ impl Input {
 
     pub fn refuse(&self, place: Option<String>, reason: impl Into<String>) -> Refusal {
         Refusal::new(self.display(), place, reason)
+    }
+}
+
+/// A reader that counts what it gives.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
     }
 }
 
@@ -563,5 +592,45 @@ pub(crate) mod testing {
         let (plan, runs) = import_paths(&paths, options);
         assert!(plan.refused.is_empty(), "refused while planning: {:?}", plan.refused);
         runs.into_iter().map(|r| r.unwrap_or_else(|e| panic!("refused: {e}"))).collect()
+    }
+}
+
+#[cfg(test)]
+mod snapshot_tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The red team's case: a log the agent appends to while it is imported. Parse,
+    /// hash and source copy read the file at different times; all three see the bytes
+    /// of the first read, so the copy hashes to the recorded blake3.
+    #[test]
+    fn a_growing_log_is_read_as_one_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, b"{\"a\":1}\n").unwrap();
+        let input = Input::new(path.clone(), crate::claude_code::FORMAT);
+        let parsed = input.text().unwrap();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"a\":2}\n").unwrap();
+        let hash = input.blake3().unwrap();
+        let copy = input.read().unwrap();
+        assert_eq!(copy, parsed.as_bytes());
+        assert_eq!(hash, blake3::hash(&copy).to_hex().to_string());
+        // A fresh plan sees the grown file.
+        let again = Input::new(path, crate::claude_code::FORMAT);
+        assert_eq!(again.read().unwrap().len(), 16);
+    }
+
+    /// Hashed first (planning compares hashes with stored imports): the hash fixes the
+    /// snapshot the parse then reads.
+    #[test]
+    fn a_log_hashed_before_it_grew_is_parsed_as_it_was_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, b"line one\n").unwrap();
+        let input = Input::new(path.clone(), crate::claude_code::FORMAT);
+        let hash = input.blake3().unwrap();
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"line two\n").unwrap();
+        assert_eq!(input.text().unwrap(), "line one\n");
+        assert_eq!(hash, blake3::hash(b"line one\n").to_hex().to_string());
     }
 }
