@@ -73,6 +73,33 @@ impl Reservation<'_> {
         self.bytes = self.bytes.saturating_add(bytes);
     }
 
+    /// Charges `bytes` if that needs no overdraft: a reader holding nothing waits as
+    /// [`charge`](Self::charge) does; one holding bytes gets `false` when the budget
+    /// cannot take them (and may then [`release`](Self::release) and start again).
+    pub fn try_charge(&mut self, bytes: u64) -> bool {
+        if self.bytes > 0 && self.overdraft.is_none() {
+            let mut held = self.budget.held.lock().expect("budget lock");
+            if held.saturating_add(bytes) > self.budget.limit {
+                return false;
+            }
+            *held = held.saturating_add(bytes);
+            self.bytes = self.bytes.saturating_add(bytes);
+            return true;
+        }
+        self.charge(bytes);
+        true
+    }
+
+    /// Gives back everything charged so far (the reservation stays usable).
+    pub fn release(&mut self) {
+        let mut held = self.budget.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *held = held.saturating_sub(self.bytes);
+        drop(held);
+        self.bytes = 0;
+        self.overdraft = None;
+        self.budget.freed.notify_all();
+    }
+
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -80,11 +107,7 @@ impl Reservation<'_> {
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        let mut held = self.budget.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        *held = held.saturating_sub(self.bytes);
-        drop(held);
-        self.budget.freed.notify_all();
-        self.overdraft = None;
+        self.release();
     }
 }
 

@@ -281,7 +281,53 @@ fn safe_member_path(raw: &[u8]) -> std::result::Result<String, String> {
 /// The largest GNU long name or pax header an archive may hold (paths are far shorter).
 const MAX_HEADER_EXTENSION: u64 = 64 << 10;
 
+/// How one pass over an archive charges what it reads.
+enum Charging<'r, 'a> {
+    /// Charge each member to the reservation, giving up (and dropping what was read)
+    /// when the budget cannot take the next one.
+    Within(&'r mut Reservation<'a>),
+    /// Read headers only: the pass measures the archive and checks its limits.
+    Measure,
+    /// Read everything: the whole archive was charged beforehand.
+    Charged,
+}
+
+/// What one pass over an archive gave.
+enum Pass {
+    Members(BTreeMap<String, Vec<u8>>),
+    /// `Charging::Within` met the end of the budget.
+    OverBudget,
+    /// `Charging::Measure`: the bytes of every member.
+    Measured(u64),
+}
+
+/// An archive's packages. An archive is read whole (a package's files may be anywhere in
+/// it), so one that does not fit in the budget beside what other readers hold is read
+/// again, alone: what it read is given back, a headers-only pass measures it (an
+/// archive bomb past `max_archive_bytes` is refused there, holding nothing), and the
+/// whole size is charged at once, which waits until no other reader holds anything.
+/// Before, it read on past the budget while the others kept theirs: four bombs in one
+/// folder held 2.9 GB with a 1 GiB budget.
 fn read_archive(path: &Path, limits: &Limits, reservation: &mut Reservation) -> Result<Vec<Result<RawPackage>>> {
+    let members = match archive_pass(path, limits, Charging::Within(reservation))? {
+        Pass::Members(members) => members,
+        _ => {
+            reservation.release();
+            let Pass::Measured(total) = archive_pass(path, limits, Charging::Measure)? else {
+                unreachable!("a measuring pass measures")
+            };
+            reservation.charge(total);
+            match archive_pass(path, limits, Charging::Charged)? {
+                Pass::Members(members) => members,
+                _ => unreachable!("a charged pass reads"),
+            }
+        }
+    };
+    group_archive(path, limits, members)
+}
+
+/// One pass over an archive's members, checking every limit on the way.
+fn archive_pass(path: &Path, limits: &Limits, mut charging: Charging) -> Result<Pass> {
     let display = path.display().to_string();
     let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let reader: Box<dyn Read> = match archive_kind(path).expect("discover only yields archives") {
@@ -352,9 +398,28 @@ fn read_archive(path: &Path, limits: &Limits, reservation: &mut Reservation) -> 
         if total > limits.max_archive_bytes {
             return Err(reject(format!("archive holds more than {} bytes", limits.max_archive_bytes)).into());
         }
+        match &mut charging {
+            Charging::Within(reservation) => {
+                if !reservation.try_charge(size) {
+                    return Ok(Pass::OverBudget);
+                }
+            }
+            Charging::Measure => {
+                // Unread data is skipped by the next entry.
+                if members.len() >= limits.max_archive_members {
+                    return Err(
+                        reject(format!("archive holds more than {} members", limits.max_archive_members)).into()
+                    );
+                }
+                if members.insert(member.clone(), Vec::new()).is_some() {
+                    return Err(reject(format!("member `{member}` appears twice")).into());
+                }
+                continue;
+            }
+            Charging::Charged => {}
+        }
         // Read no more than the header promised, even if the stream lies; into a buffer
         // of exactly that size (growing one by doubling held up to twice the bytes).
-        reservation.charge(size);
         let mut bytes = Vec::with_capacity(size as usize);
         (&mut entry).take(size).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
         if members.len() >= limits.max_archive_members {
@@ -365,6 +430,16 @@ fn read_archive(path: &Path, limits: &Limits, reservation: &mut Reservation) -> 
         }
     }
 
+    if matches!(charging, Charging::Measure) {
+        return Ok(Pass::Measured(total));
+    }
+    Ok(Pass::Members(members))
+}
+
+/// The packages of an archive's members.
+fn group_archive(path: &Path, limits: &Limits, members: BTreeMap<String, Vec<u8>>) -> Result<Vec<Result<RawPackage>>> {
+    let display = path.display().to_string();
+    let reject = |message: String| Problem::package(&display, message);
     // Package roots: directories holding manifest.json, outermost first. A file belongs
     // to the outermost root above it (a manifest deeper inside is an artifact).
     let mut roots: Vec<String> = Vec::new();
@@ -431,6 +506,74 @@ mod tests {
         let packages = read_archive(path, &Limits::default(), &mut MemoryBudget::unlimited().reserve());
         let packages = packages.map_err(|e| e.to_string())?;
         Ok(packages.into_iter().flat_map(|p| p.unwrap().files.into_iter().map(|f| f.path)).collect())
+    }
+
+    fn write_tar(path: &Path, members: &[(&str, Vec<u8>)]) {
+        let mut tar = tar::Builder::new(std::fs::File::create(path).unwrap());
+        for (member, bytes) in members {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            tar.append_data(&mut header, member, &bytes[..]).unwrap();
+        }
+        tar.finish().unwrap();
+    }
+
+    /// An archive larger than what the budget has left is not read on past it beside
+    /// the others' bytes: it gives back what it read, waits until it is alone, and is
+    /// read whole then. The held bytes never pass the larger of the budget and the
+    /// archive.
+    #[test]
+    fn an_archive_past_the_budget_waits_to_be_read_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.tar");
+        let artifact = |c: u8| vec![c; 600];
+        write_tar(
+            &path,
+            &[
+                ("pkg/manifest.json", b"{}".to_vec()),
+                ("pkg/artifacts/a", artifact(b'a')),
+                ("pkg/artifacts/b", artifact(b'b')),
+            ],
+        );
+        let budget = MemoryBudget::new(1000);
+        let mut other = budget.reserve();
+        other.charge(300);
+        let finished = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let reader = scope.spawn(|| {
+                let mut reservation = budget.reserve();
+                let packages = read_archive(&path, &Limits::default(), &mut reservation).unwrap();
+                finished.store(true, std::sync::atomic::Ordering::SeqCst);
+                (packages.into_iter().map(|p| p.unwrap().files.len()).collect::<Vec<_>>(), reservation.bytes())
+            });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            assert!(!finished.load(std::sync::atomic::Ordering::SeqCst), "read past the budget beside another reader");
+            assert_eq!(budget.held(), 300, "what the archive read first was not given back");
+            drop(other);
+            let (files, charged) = reader.join().unwrap();
+            assert_eq!(files, vec![3]);
+            assert_eq!(charged, 1202, "the whole archive is charged at once");
+        });
+        assert_eq!(budget.held(), 0);
+    }
+
+    /// An archive bomb past `max_archive_bytes` is refused by the measuring pass,
+    /// holding nothing past the budget.
+    #[test]
+    fn an_archive_past_its_limit_is_refused_when_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bomb.tar");
+        let members: Vec<(String, Vec<u8>)> = (0..8).map(|i| (format!("pkg/artifacts/{i}"), vec![0u8; 4096])).collect();
+        let mut all: Vec<(&str, Vec<u8>)> = vec![("pkg/manifest.json", b"{}".to_vec())];
+        all.extend(members.iter().map(|(n, b)| (n.as_str(), b.clone())));
+        write_tar(&path, &all);
+        let limits = Limits { max_archive_bytes: 20_000, ..Limits::default() };
+        let budget = MemoryBudget::new(10_000);
+        let mut reservation = budget.reserve();
+        let err = read_archive(&path, &limits, &mut reservation).unwrap_err().to_string();
+        assert!(err.contains("archive holds more than 20000 bytes"), "{err}");
+        assert_eq!(reservation.bytes(), 0, "the refused archive's bytes were charged");
     }
 
     #[test]

@@ -327,12 +327,22 @@ fn write_segment_files(
     // episodes, so its rows are final); a writer opens with the first chunk's schema.
     let mut derived_writers: Vec<Option<ArrowWriter<std::fs::File>>> =
         views::PER_EPISODE.iter().map(|_| None).collect();
+    // The segment's search index (messages, tool output, commands, diffs), beside its
+    // tables and listed in the same manifest; first, so that the tables below can let
+    // each chunk's episodes go as soon as their rows are built.
+    crate::search::write_segment_index(tmp, &loaded)?;
     let mut written = 0u64;
-    for (records, loaded) in records.chunks(BUILD_CHUNK).zip(loaded.chunks(BUILD_CHUNK)) {
+    let mut loaded = loaded.into_iter();
+    for records in records.chunks(BUILD_CHUNK) {
+        let chunk: Vec<Loaded> = loaded.by_ref().take(records.len()).collect();
         let built: Vec<RecordBatch> = TableKind::ALL
             .par_iter()
-            .map(|kind| if kind.needs_traces() { kind.build_traces(loaded) } else { kind.build_records(records) })
+            .map(|kind| if kind.needs_traces() { kind.build_traces(&chunk) } else { kind.build_records(records) })
             .collect::<Result<_>>()?;
+        // The decoded episodes are not needed past their rows: dropped before the views
+        // are derived, so an episode of millions of records is not held twice over (its
+        // typed records beside its columns and views).
+        drop(chunk);
         for (writer, batch) in writers.iter_mut().zip(&built) {
             if batch.num_rows() > 0 {
                 writer.write(batch)?;
@@ -358,9 +368,6 @@ fn write_segment_files(
     for writer in writers.into_iter().chain(derived_writers.into_iter().flatten()) {
         writer.close()?;
     }
-    // The segment's search index (messages, tool output, commands, diffs), beside its
-    // tables and listed in the same manifest.
-    crate::search::write_segment_index(tmp, &loaded)?;
     Ok(())
 }
 
