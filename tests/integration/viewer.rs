@@ -553,3 +553,53 @@ fn the_ui_index_draws_new_episodes_without_a_reload() {
     assert_eq!(status, 200);
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["kind"], "index");
 }
+
+/// The page's "posture and label disagree" warning and `label_audit` ask one rule
+/// (`epistore_package::label_claims_verified`): on every episode of a synthetic
+/// population, every label included, the page warns exactly where SQL flags
+/// `verified_without_current_posture`. Before, the page's test also matched
+/// `unverified_success` and warned on most pages. The SQL view spells the same list.
+#[test]
+fn the_label_warning_agrees_with_label_audit_on_every_episode() {
+    let store = TestStore::new();
+    let pop = store.synth(400, 7);
+    assert!(store.ingest(&[&pop]).status.success());
+    let flagged: std::collections::BTreeMap<String, bool> = store
+        .sql("SELECT episode_id, coalesce(verified_without_current_posture, false) AS f FROM label_audit")
+        .into_iter()
+        .map(|r| (r["episode_id"].as_str().unwrap().to_string(), r["f"].as_bool().unwrap()))
+        .collect();
+    let labels: std::collections::BTreeSet<String> = store
+        .sql("SELECT DISTINCT label FROM episodes")
+        .iter()
+        .filter_map(|r| r["label"].as_str().map(String::from))
+        .collect();
+    assert!(labels.contains("unverified_success") && labels.contains("autonomous_verified_success"), "{labels:?}");
+    let read = epistore_store::Store::open_read_only(store.path()).unwrap();
+    let snapshot = read.snapshot().unwrap();
+    let (mut warned, mut unverified_not_current) = (0, 0);
+    for (id, flag) in &flagged {
+        let hash = epistore_package::parse_hex(id).unwrap();
+        let data = epistore_view::episode_doc(
+            &snapshot,
+            &hash,
+            &epistore_view::Links::None,
+            epistore_view::FilePolicy::STATIC,
+        )
+        .unwrap();
+        let v = &data["verdicts"];
+        // What page.html tests before drawing the warning.
+        let warns = v["label_claims_verified"] == json!(true) && v["posture"] != json!("current");
+        assert_eq!(warns, *flag, "{id}: label {} posture {}", v["label"], v["posture"]);
+        warned += usize::from(warns);
+        unverified_not_current += usize::from(v["label"] == "unverified_success" && v["posture"] != "current");
+    }
+    assert!(warned > 0 && unverified_not_current > 0, "the population lacks a case: {warned} {unverified_not_current}");
+    let sql = std::fs::read_to_string(repo_root().join("queries/label_audit.sql")).unwrap();
+    let list =
+        epistore_package::VERIFIED_SUCCESS_LABELS.iter().map(|l| format!("'{l}'")).collect::<Vec<_>>().join(", ");
+    assert!(
+        sql.contains(&format!("label IN ({list}) AND posture <> 'current'")),
+        "label_audit.sql spells another list"
+    );
+}

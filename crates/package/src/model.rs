@@ -54,6 +54,16 @@ pub const ENTROPY_CATEGORIES: &[&str] =
 pub const ENTROPY_PHASES: &[&str] = &["pre", "post"];
 pub const LABELS: &[&str] =
     &["autonomous_verified_success", "assisted_verified_success", "unverified_success", "failed", "unsafe_invalid"];
+/// The labels that say the success was *verified* (not `unverified_success`). One rule
+/// for every place that asks: `label_audit`'s `verified_without_current_posture` and
+/// `verified_but_incorrect` (queries/label_audit.sql lists the same two; a test checks)
+/// and the episode page's "posture and label disagree" warning.
+pub const VERIFIED_SUCCESS_LABELS: &[&str] = &["autonomous_verified_success", "assisted_verified_success"];
+
+/// Does `label` say the success was verified? ([`VERIFIED_SUCCESS_LABELS`])
+pub fn label_claims_verified(label: &str) -> bool {
+    VERIFIED_SUCCESS_LABELS.contains(&label)
+}
 pub const START_STATES: &[&str] = &["correct", "wrong"];
 pub const ADMISSIONS: &[&str] = &["accepted", "rejected", "pending"];
 pub const REQUIREMENT_STATUSES: &[&str] = &["verified", "unverified", "failed"];

@@ -72,6 +72,8 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
             "admission": record.outcome.admission,
             "correct": record.outcome.correct,
             "label": record.outcome.label,
+            // The page's warning asks this, never the label's spelling.
+            "label_claims_verified": record.outcome.label.as_deref().is_some_and(epistore_package::label_claims_verified),
         },
         "outcome": outcome(&record),
         "final_revision": record.derived.final_revision,
