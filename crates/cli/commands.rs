@@ -153,6 +153,25 @@ pub(crate) fn progress_bar(quiet: bool, length: u64, unit: &str) -> ProgressBar 
 
 pub fn ingest(store_dir: &Path, args: &IngestArgs) -> Result<ExitCode> {
     let sources = discover(&args.paths)?;
+    if sources.is_empty() {
+        // Nothing to ingest: say what was given instead, and create no store.
+        let shown = crate::import::shown_paths(&args.paths);
+        let found = epistore_import::plan(&args.paths, &epistore_import::Options::default());
+        let mut formats: Vec<&str> = found.units.iter().map(|u| u.format.name()).collect();
+        formats.sort_unstable();
+        formats.dedup();
+        if !found.units.is_empty() {
+            anyhow::bail!(
+                "{shown} holds agent logs ({}: {} runs), not episode packages: import them with `epistore import {shown}`",
+                formats.join(", "),
+                found.units.len()
+            );
+        }
+        anyhow::bail!(
+            "no episode package under {shown}: ingest reads package folders (holding manifest.json) and \
+             .tar, .tar.gz and .tar.zst archives of them"
+        );
+    }
     let label = args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
     let memory_budget = args.memory_budget_mib << 20;
     let options = IngestOptions { label, chunk_sources: args.chunk, memory_budget, ..IngestOptions::default() };
@@ -255,10 +274,14 @@ pub fn ingest_with_segments<U: Sync>(
     }))
 }
 
-/// Prints one result; an empty result in table format says so instead of an empty frame.
+/// Prints one result. An empty one in table format is its header and "(0 rows)", never
+/// an empty frame (`++`); in CSV its header line, in JSON `[]`.
 fn print_result(batches: &[datafusion::arrow::record_batch::RecordBatch], format: OutputFormat) -> Result<()> {
     let text = format_batches(batches, sql_format(format))?;
     println!("{}", text.trim_end());
+    if matches!(format, OutputFormat::Table) && batches.iter().all(|b| b.num_rows() == 0) {
+        println!("(0 rows)");
+    }
     Ok(())
 }
 

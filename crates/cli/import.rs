@@ -339,6 +339,20 @@ impl Prior for StoredImports {
 }
 
 pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
+    let planned = plan(&args.paths, &args.options());
+    if planned.units.is_empty() && planned.refused.is_empty() {
+        // Episode packages given to `import`: say which command reads them, create nothing.
+        if let Ok(sources) = epistore_package::discover(&args.paths) {
+            if !sources.is_empty() {
+                anyhow::bail!(
+                    "{} holds episode packages ({} found), not agent logs: add them with `epistore ingest {}`",
+                    shown_paths(&args.paths),
+                    sources.len(),
+                    shown_paths(&args.paths)
+                );
+            }
+        }
+    }
     let store = match &args.out {
         Some(_) => None,
         None => Some(
@@ -346,7 +360,7 @@ pub fn import(store_dir: &Path, args: ImportArgs) -> Result<ExitCode> {
                 .with_context(|| format!("opening the store at {}", store_dir.display()))?,
         ),
     };
-    let (mut summary, seconds) = run(store.as_ref(), &args)?;
+    let (mut summary, seconds) = run_planned(store.as_ref(), &args, planned)?;
     for warning in &summary.warnings {
         eprintln!("warning: {}", epistore_sql::printable(warning));
     }
@@ -366,8 +380,12 @@ pub fn import_summary(store: Option<&Store>, args: &ImportArgs) -> Result<Value>
 
 /// Plans, reads and commits (or writes) the runs under `args.paths`.
 fn run(store: Option<&Store>, args: &ImportArgs) -> Result<(Summary, f64)> {
+    run_planned(store, args, plan(&args.paths, &args.options()))
+}
+
+/// Reads and commits (or writes) the runs `planned` found.
+fn run_planned(store: Option<&Store>, args: &ImportArgs, planned: epistore_import::Plan) -> Result<(Summary, f64)> {
     let started = Instant::now();
-    let planned = plan(&args.paths, &args.options());
     let mut summary = Summary { redacted: args.redact, ..Summary::default() };
     for (format, refusal) in planned.refused.iter().cloned() {
         summary.refuse(format, refusal);
@@ -709,4 +727,9 @@ fn summary_json(summary: &mut Summary, seconds: f64) -> Value {
 fn sort_summary(summary: &mut Summary) {
     summary.refusals.sort_by(|a, b| (&a.1.file, place_key(&a.1.place)).cmp(&(&b.1.file, place_key(&b.1.place))));
     summary.covered.sort();
+}
+
+/// Paths as one argument list for a message.
+pub(crate) fn shown_paths(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| epistore_sql::printable(&p.display().to_string())).collect::<Vec<_>>().join(" ")
 }

@@ -256,7 +256,7 @@ pub(crate) struct SearchArgs {
     query: String,
     /// Only episodes matching this SQL condition on episode_facts columns
     /// (model, harness_level, task, label, posture, source_format, ...).
-    #[arg(long = "where")]
+    #[arg(long = "where", value_parser = where_condition)]
     filter: Option<String>,
     /// At most this many hits.
     #[arg(long, default_value_t = 20)]
@@ -274,7 +274,7 @@ pub(crate) struct MetricsArgs {
     by: String,
     /// Only episodes matching this SQL condition on episode_facts columns
     /// (model, harness_level, task, cluster, label, posture, seed, attempt, ...).
-    #[arg(long = "where")]
+    #[arg(long = "where", value_parser = where_condition)]
     filter: Option<String>,
     /// Every metric column, not only the headline ones.
     #[arg(long)]
@@ -458,7 +458,7 @@ pub struct EntriesArgs {
     #[arg(long, default_value = "model")]
     by: String,
     /// Only episodes matching this SQL condition on episode_facts columns.
-    #[arg(long = "where")]
+    #[arg(long = "where", value_parser = where_condition)]
     filter: Option<String>,
 }
 
@@ -599,4 +599,10 @@ where
             ExitCode::from(2)
         }
     }
+}
+
+/// A `--where` condition, checked on its own so that a mistake is reported in the
+/// user's text (clap prints it as an invalid value; exit 2).
+fn where_condition(text: &str) -> std::result::Result<String, String> {
+    epistore_sql::sql_text::check_filter(text).map(|()| text.to_string()).map_err(|e| e.to_string())
 }

@@ -204,3 +204,68 @@ fn integer_arithmetic_past_the_64_bit_range_is_an_error_not_a_wrapped_number() {
     assert!(row.contains_key("episodes.tokens_in * Int64(2)") && row.contains_key("less"), "{row:?}");
     assert_eq!(row["episodes.tokens_in * Int64(2)"].as_i64().unwrap(), 2 * (row["less"].as_i64().unwrap() + 1));
 }
+
+/// An empty result prints its header and says "(0 rows)" (it printed `++`); CSV gives
+/// its header line, JSON `[]`.
+#[test]
+fn an_empty_result_prints_its_header_and_says_zero_rows() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    let sql = "SELECT task, model FROM episodes WHERE model = 'no such model'";
+    let out = store.run(&["sql", sql]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("| task | model |") && shown.trim_end().ends_with("(0 rows)"), "{shown}");
+    assert_eq!(text(&store.run(&["sql", "--format", "csv", sql]).stdout).trim(), "task,model");
+    assert_eq!(text(&store.run(&["sql", "--format", "json", sql]).stdout).trim(), "[]");
+    let out = store.run(&["metrics", "--where", "model = 'no such model'"]);
+    assert!(out.status.success() && text(&out.stdout).contains("| model ") && text(&out.stdout).contains("(0 rows)"));
+}
+
+/// Logs given to `ingest` and packages given to `import` name the command that reads
+/// them, exit non-zero and create no store; so does a folder holding neither.
+#[test]
+fn the_wrong_command_for_what_was_given_says_which_and_creates_nothing() {
+    let store = TestStore::new();
+    let logs = repo_root().join("tests/fixtures/real/claude-code");
+    let out = store.run(&["ingest", logs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("holds agent logs (claude-code") && text(&out.stderr).contains("epistore import")
+    );
+    assert!(!store.path().exists(), "a store was created");
+    let out = store.run(&["import", dataset().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("holds episode packages (4 found)") && text(&out.stderr).contains("epistore ingest")
+    );
+    assert!(!store.path().exists(), "a store was created");
+    let empty = tempfile::tempdir().unwrap();
+    let out = store.run(&["ingest", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no episode package under"), "{}", text(&out.stderr));
+    assert!(!store.path().exists(), "a store was created");
+}
+
+/// A `--where` that does not parse is reported in the user's own text (it was "Line:
+/// 11, Column: 12" of generated SQL), with a caret, on every command that takes one,
+/// and a statement smuggled into it does not parse as one condition.
+#[test]
+fn a_bad_where_is_reported_in_the_users_own_text() {
+    let store = TestStore::new();
+    assert!(store.ingest(&[&dataset()]).status.success());
+    for args in [
+        vec!["metrics", "--where", "model = = 'x'"],
+        vec!["search", "password", "--where", "model = = 'x'"],
+        vec!["leaderboard", "--metric", "avs_rate", "--where", "model = = 'x'"],
+    ] {
+        let out = store.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("Column: 9") && err.contains("  model = = 'x'\n          ^"), "{args:?}: {err}");
+        assert!(!err.contains("Line: 11"), "{err}");
+    }
+    let out = store.run(&["metrics", "--where", "model = 'x') UNION SELECT (1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("Expected: the end of the condition"), "{}", text(&out.stderr));
+}

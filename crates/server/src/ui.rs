@@ -189,6 +189,9 @@ impl Ui {
         by: &[String],
         filter: Option<String>,
     ) -> std::result::Result<Arc<Leaderboard>, Failure> {
+        if let Some(f) = &filter {
+            epistore_sql::sql_text::check_filter(f).map_err(|e| bad_request(format!("?where=: {e}")))?;
+        }
         let engine = self.engine().await?;
         let key = format!(
             "{metric}\u{0}{}\u{0}{}\u{0}{}",

@@ -254,9 +254,14 @@ impl Engine {
         &self.ctx
     }
 
-    /// Runs one read-only statement and collects its result.
+    /// Runs one read-only statement and collects its result: at least one batch, so an
+    /// empty result still carries its columns (a table prints its header, a CSV its
+    /// header line).
     pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
-        Ok(statement::plan_read_only(&self.ctx, sql).await?.collect().await?)
+        let df = statement::plan_read_only(&self.ctx, sql).await?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await?;
+        Ok(if batches.is_empty() { vec![RecordBatch::new_empty(schema)] } else { batches })
     }
 
     /// Splits a script into statements (a `;` inside a string or comment does not
