@@ -3,7 +3,7 @@
 //! store); errors (exit 2) come back as `Err`.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -276,7 +276,16 @@ pub fn ingest_with_segments<U: Sync>(
 
 /// Prints one result. An empty one in table format is its header and "(0 rows)", never
 /// an empty frame (`++`); in CSV its header line, in JSON `[]`.
-fn print_result(batches: &[datafusion::arrow::record_batch::RecordBatch], format: OutputFormat) -> Result<()> {
+/// Prints a result one field per line (`sql --expanded`, `\\x` in the shell).
+pub(crate) fn print_expanded(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Result<()> {
+    print!("{}", epistore_sql::format_expanded(batches)?);
+    Ok(())
+}
+
+pub(crate) fn print_result(
+    batches: &[datafusion::arrow::record_batch::RecordBatch],
+    format: OutputFormat,
+) -> Result<()> {
     let text = format_batches(batches, sql_format(format))?;
     println!("{}", text.trim_end());
     if matches!(format, OutputFormat::Table) && batches.iter().all(|b| b.num_rows() == 0) {
@@ -290,12 +299,22 @@ pub fn sql(store_dir: &Path, args: &SqlArgs) -> Result<ExitCode> {
     let script = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
-        (None, None) if std::io::stdin().is_terminal() => return repl(&session, args.format),
+        (None, None) if std::io::stdin().is_terminal() => return crate::shell::repl(&session, args.format),
         (None, None) => std::io::read_to_string(std::io::stdin()).context("reading SQL from standard input")?,
     };
+    // `epistore sql '\d episodes'`: the shell's commands work one-shot too.
+    if let Some(meta) = crate::shell::Meta::parse(&script) {
+        let mut expanded = args.expanded;
+        crate::shell::run_meta(&session, &meta, args.format, &mut expanded)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     for statement in Engine::split_statements(&script)? {
         let batches = session.block_on(session.engine.query(&statement))?;
-        print_result(&batches, args.format)?;
+        if args.expanded && args.format == OutputFormat::Table {
+            print_expanded(&batches)?;
+        } else {
+            print_result(&batches, args.format)?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -308,59 +327,6 @@ pub fn search(store_dir: &Path, args: &SearchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     print_result(&[hits], args.format)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The interactive shell: statements end with `;`; errors are printed, not fatal.
-fn repl(session: &Session, format: OutputFormat) -> Result<ExitCode> {
-    let mut editor = rustyline::DefaultEditor::new()?;
-    let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".epistore_history"));
-    if let Some(h) = &history {
-        let _ = editor.load_history(h);
-    }
-    eprintln!(
-        "epistore SQL shell (snapshot {}). End statements with `;`. \\q or Ctrl-D quits.",
-        session.engine.snapshot_seq
-    );
-    let mut buffer = String::new();
-    loop {
-        let prompt = if buffer.is_empty() { "epistore> " } else { "      ..> " };
-        let line = match editor.readline(prompt) {
-            Ok(line) => line,
-            Err(rustyline::error::ReadlineError::Interrupted) => {
-                buffer.clear();
-                continue;
-            }
-            Err(rustyline::error::ReadlineError::Eof) => break,
-            Err(e) => return Err(e.into()),
-        };
-        if buffer.is_empty() && matches!(line.trim(), "\\q" | "quit" | "exit") {
-            break;
-        }
-        buffer.push_str(&line);
-        buffer.push('\n');
-        if !line.trim_end().ends_with(';') {
-            continue;
-        }
-        let _ = editor.add_history_entry(buffer.trim_end());
-        let script = std::mem::take(&mut buffer);
-        let run = || -> Result<()> {
-            for statement in Engine::split_statements(&script)? {
-                let started = std::time::Instant::now();
-                let batches = session.block_on(session.engine.query(&statement))?;
-                print_result(&batches, format)?;
-                let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-                eprintln!("{rows} rows in {:.3} s", started.elapsed().as_secs_f64());
-            }
-            Ok(())
-        };
-        if let Err(e) = run() {
-            eprintln!("error: {}", describe(&e));
-        }
-    }
-    if let Some(h) = &history {
-        let _ = editor.save_history(h);
-    }
     Ok(ExitCode::SUCCESS)
 }
 

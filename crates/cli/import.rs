@@ -387,7 +387,12 @@ fn run(store: Option<&Store>, args: &ImportArgs) -> Result<(Summary, f64)> {
 fn run_planned(store: Option<&Store>, args: &ImportArgs, planned: epistore_import::Plan) -> Result<(Summary, f64)> {
     let started = Instant::now();
     let mut summary = Summary { redacted: args.redact, ..Summary::default() };
+    // Every found item is exactly one of imported, already present, covered or refused
+    // (files no importer takes are `skipped`, outside the table): what planning
+    // refused or found covered was found too.
     for (format, refusal) in planned.refused.iter().cloned() {
+        let name = format.map_or("unknown", |f| f.name()).to_string();
+        summary.of(&name).found += 1;
         summary.refuse(format, refusal);
     }
     for (path, reason) in &planned.skipped {
@@ -395,6 +400,7 @@ fn run_planned(store: Option<&Store>, args: &ImportArgs, planned: epistore_impor
         entry.0 += 1;
     }
     for (format, file, reason) in &planned.covered {
+        summary.of(format.name()).found += 1;
         summary.of(format.name()).covered += 1;
         summary.covered.push((format.name().to_string(), file.clone(), reason.clone()));
     }
@@ -628,8 +634,21 @@ fn print_summary(summary: &mut Summary, format: OutputFormat, seconds: f64) -> R
         _ => {
             // File names and what logs said reach the terminal escaped.
             let shown = |text: String| epistore_sql::printable(&text);
+            // Refusals grouped by reason (its words with the quoted names left out), the
+            // first of each group shown whole; every one is in --summary-format json.
+            let mut groups: Vec<(String, usize, &Refusal)> = Vec::new();
             for (_, r) in &summary.refusals {
-                eprintln!("refused: {}", shown(r.to_string()));
+                let key = reason_kind(&r.reason);
+                match groups.iter_mut().find(|(k, _, _)| *k == key) {
+                    Some(group) => group.1 += 1,
+                    None => groups.push((key, 1, r)),
+                }
+            }
+            for (_, n, first) in &groups {
+                match n {
+                    1 => eprintln!("refused: {}", shown(first.to_string())),
+                    n => eprintln!("refused: {n} runs for one reason, the first: {}", shown(first.to_string())),
+                }
             }
             for (_, file, why) in &summary.covered {
                 eprintln!("covered: {}: {}", shown(file.to_string()), shown(why.to_string()));
@@ -732,4 +751,29 @@ fn sort_summary(summary: &mut Summary) {
 /// Paths as one argument list for a message.
 pub(crate) fn shown_paths(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| epistore_sql::printable(&p.display().to_string())).collect::<Vec<_>>().join(" ")
+}
+
+/// A refusal's reason with what it quotes (names, ids, lines) left out, so that refusals
+/// for one cause group together.
+fn reason_kind(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len());
+    let mut quoted = false;
+    for c in reason.chars() {
+        match c {
+            '`' => {
+                quoted = !quoted;
+                if quoted {
+                    out.push('…');
+                }
+            }
+            _ if quoted => {}
+            c if c.is_ascii_digit() => {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }

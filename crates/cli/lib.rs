@@ -5,6 +5,7 @@
 mod commands;
 mod import;
 mod publish;
+mod shell;
 mod watch;
 
 // What the Python package shares with the command line (one implementation of each).
@@ -248,6 +249,9 @@ pub(crate) struct SqlArgs {
     file: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     format: OutputFormat,
+    /// One field per line (for rows wider than the terminal); table format only.
+    #[arg(long, short = 'x')]
+    expanded: bool,
 }
 
 // `epistore search`.

@@ -269,3 +269,70 @@ fn a_bad_where_is_reported_in_the_users_own_text() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("Expected: the end of the condition"), "{}", text(&out.stderr));
 }
+
+/// `metrics` printed 17-digit floats: a table rounds to four significant digits, CSV
+/// and JSON keep full precision. The shell's commands (`\d`, `\d NAME`) work one-shot,
+/// an unknown one says how to list them, and `-x` prints a field per line.
+#[test]
+fn tables_round_floats_and_the_shell_commands_answer() {
+    let store = TestStore::new();
+    let pop = store.synth(60, 3);
+    assert!(store.ingest(&[&pop]).status.success());
+    let table = text(&store.run(&["metrics", "--by", ""]).stdout);
+    let long_float = regex_like_long_float(&table);
+    assert!(long_float.is_none(), "a float past four significant digits: {long_float:?}\n{table}");
+    let csv = text(&store.run(&["metrics", "--by", "", "--format", "csv"]).stdout);
+    assert!(regex_like_long_float(&csv).is_some(), "csv lost precision: {csv}");
+
+    let out = store.run(&["sql", "\\d"]);
+    assert!(out.status.success() && text(&out.stdout).contains("| episodes ") && text(&out.stdout).contains("view"));
+    let out = store.run(&["sql", "\\d checks"]);
+    assert!(
+        text(&out.stdout).contains("| bound_revision ") || text(&out.stdout).contains("| result "),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = store.run(&["sql", "\\d no_such_table"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no table or view named `no_such_table`"));
+    let out = store.run(&["sql", ".tables"]);
+    assert!(out.status.success() && text(&out.stdout).contains("| checks "));
+    let out = store.run(&["sql", "\\zz"]);
+    assert!(text(&out.stderr).contains("unknown command \\zz: \\? lists the commands"));
+    let out = store.run(&["sql", "-x", "SELECT model, episodes FROM cell_metrics ORDER BY model LIMIT 1"]);
+    let shown = text(&out.stdout);
+    assert!(shown.starts_with("-[ RECORD 1 ]-\nmodel    | ") && shown.contains("\nepisodes | "), "{shown}");
+}
+
+/// A number with more than four significant digits after its decimal point, if any.
+fn regex_like_long_float(text: &str) -> Option<String> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|w| w.split_once('.').is_some_and(|(_, frac)| frac.len() > 8))
+        .map(str::to_string)
+}
+
+/// Every log an import finds is exactly one of imported, already present, covered or
+/// refused (aider: found 63 = 44 imported + 20 refused did not add up: a refusal made
+/// while planning was not counted as found), and refusals for one reason are grouped.
+#[test]
+fn import_summaries_add_up_and_group_refusals() {
+    let store = TestStore::new();
+    let real = repo_root().join("tests/fixtures/real");
+    let paths: Vec<String> =
+        ["aider", "openhands", "swe-agent"].iter().map(|d| real.join(d).display().to_string()).collect();
+    let mut args = vec!["import", "--summary-format", "json"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = store.run(&args);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    let formats = summary["formats"].as_array().unwrap_or_else(|| panic!("{summary}"));
+    assert!(formats.len() >= 3, "{summary}");
+    for f in formats {
+        let n = |k: &str| f[k].as_u64().unwrap();
+        assert_eq!(n("found"), n("imported") + n("already_present") + n("covered") + n("refused"), "{f}");
+    }
+    let mut args = vec!["import"];
+    args.extend(paths.iter().map(String::as_str));
+    let err = text(&TestStore::new().run(&args).stderr);
+    assert!(err.contains("refused: 30 runs for one reason, the first: "), "{err}");
+    assert!(err.lines().filter(|l| l.starts_with("refused:")).count() < 30, "{err}");
+}

@@ -34,7 +34,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use epistore_store::Store;
 
 pub use error::{Error, Result};
-pub use output::{format_batches, printable, Format};
+pub use output::{display_float, format_batches, format_expanded, printable, Format};
 pub use provider::{Selection, StoreData, StoreTable};
 pub use tables::TableKind;
 
