@@ -104,7 +104,10 @@ impl AnalyzerRule for CheckedArithmetic {
     }
 }
 
-/// One plan node: its expressions, typed against its inputs' columns.
+/// One plan node: its expressions, typed against its inputs' columns. Top down, so each
+/// operator's operands are typed while they are still operators: typing a rewritten
+/// operand (a function call) walks its arguments again, which made a 400-term `+`
+/// chain take 5.6 s to plan (the fuzzer found it) instead of a tenth of that.
 fn rewrite_plan(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let mut schema = merge_schema(&plan.inputs());
     if let LogicalPlan::TableScan(scan) = &plan {
@@ -113,7 +116,7 @@ fn rewrite_plan(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let names = NamePreserver::new(&plan);
     let rewritten = plan.map_expressions(|expr| {
         let name = names.save(&expr);
-        expr.transform_up(|e| rewrite_expr(e, &schema)).map(|t| t.update_data(|e| name.restore(e)))
+        expr.transform_down(|e| rewrite_expr(e, &schema)).map(|t| t.update_data(|e| name.restore(e)))
     })?;
     if rewritten.transformed {
         rewritten.map_data(|plan| plan.recompute_schema())
