@@ -334,12 +334,31 @@ pub fn metrics(store_dir: &Path, args: &MetricsArgs) -> Result<ExitCode> {
     let keys = split_keys(&args.by);
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let filter = args.filter.as_deref();
-    let sql = if args.all { Engine::metrics_sql(&keys, filter)? } else { Engine::headline_sql(&keys, filter)? };
+    let ladder = || if args.all { Engine::metrics_sql(&keys, filter) } else { Engine::headline_sql(&keys, filter) };
     if args.show_sql {
+        let sql = match args.preset {
+            Some(crate::Preset::Runs) => Engine::runs_sql(&keys, filter)?,
+            _ => ladder()?,
+        };
         println!("{sql}");
         return Ok(ExitCode::SUCCESS);
     }
     let session = Session::open(store_dir)?;
+    let preset = match args.preset {
+        Some(preset) => preset,
+        None if session.block_on(session.engine.all_imported())? => {
+            eprintln!("metrics: the runs preset (every episode was imported from logs; --preset ladder for the harness-ladder metrics)");
+            crate::Preset::Runs
+        }
+        None => crate::Preset::Ladder,
+    };
+    if preset == crate::Preset::Runs && args.all {
+        anyhow::bail!("--all lists every ladder metric: give it with --preset ladder");
+    }
+    let sql = match preset {
+        crate::Preset::Runs => Engine::runs_sql(&keys, filter)?,
+        crate::Preset::Ladder => ladder()?,
+    };
     let batches = session.block_on(session.engine.query(&sql))?;
     print_result(&batches, args.format)?;
     Ok(ExitCode::SUCCESS)

@@ -280,7 +280,13 @@ pub(crate) struct MetricsArgs {
     /// (model, harness_level, task, cluster, label, posture, seed, attempt, ...).
     #[arg(long = "where", value_parser = where_condition)]
     filter: Option<String>,
-    /// Every metric column, not only the headline ones.
+    /// Which metrics: `runs` (what an analyst asks first of imported runs: correct
+    /// rate, posture shares, stale checks, tool calls, edits, tokens, cost, time) or
+    /// `ladder` (the harness-ladder metrics of docs/metrics.md). Default: `runs` when
+    /// every episode was imported from logs, else `ladder`.
+    #[arg(long, value_enum)]
+    preset: Option<Preset>,
+    /// Every metric column, not only the headline ones (ladder).
     #[arg(long)]
     all: bool,
     /// Print the SQL instead of running it (with --ci: the per-cluster sums the
@@ -296,6 +302,13 @@ pub(crate) struct MetricsArgs {
     bootstrap: BootstrapArgs,
     #[arg(long, value_enum, default_value = "table")]
     format: OutputFormat,
+}
+
+/// `metrics --preset`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Preset {
+    Runs,
+    Ladder,
 }
 
 // `epistore export`; exactly one of --table, --query, --all (the `what` group above).

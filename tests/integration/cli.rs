@@ -336,3 +336,67 @@ fn import_summaries_add_up_and_group_refusals() {
     assert!(err.contains("refused: 30 runs for one reason, the first: "), "{err}");
     assert!(err.lines().filter(|l| l.starts_with("refused:")).count() < 30, "{err}");
 }
+
+/// `metrics` on a store of imported logs shows what an analyst asks first (the `runs`
+/// preset) and says it picked it; every value is the plain aggregate of the tables
+/// (checked here against SQL written independently); a store of packages keeps the
+/// ladder; a mean over nothing recorded is NULL.
+#[test]
+fn metrics_picks_the_runs_preset_for_imported_logs() {
+    let store = TestStore::new();
+    let real = repo_root().join("tests/fixtures/real");
+    let out = store.run(&[
+        "import",
+        "--model",
+        "m",
+        real.join("claude-code").to_str().unwrap(),
+        real.join("swe-agent").to_str().unwrap(),
+    ]);
+    assert!(store.path().exists(), "{}", text(&out.stderr));
+    let out = store.run(&["metrics", "--by", "source_format", "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("the runs preset"), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let expected = store.sql(
+        "SELECT source_format, count(*) AS runs, avg(n_tools) AS tools, sum(coalesce(tokens_in, 0)) AS tin, \
+                count(tokens_in) AS tin_known, count(wall_ms) AS timed \
+         FROM episodes GROUP BY source_format ORDER BY source_format",
+    );
+    assert_eq!(rows.len(), expected.len());
+    for (row, e) in rows.iter().zip(&expected) {
+        assert_eq!(row["source_format"], e["source_format"]);
+        assert_eq!(row["runs"], e["runs"]);
+        let close = |a: &Value, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-9;
+        assert!(close(&row["tool_calls"], e["tools"].as_f64().unwrap()), "{row} {e}");
+        if e["tin_known"].as_u64().unwrap() > 0 {
+            let mean = e["tin"].as_f64().unwrap() / e["tin_known"].as_f64().unwrap();
+            assert!(close(&row["tokens_in"], mean), "{row} {e}");
+        }
+        if e["timed"] == 0 {
+            assert!(row["seconds"].is_null(), "no wall time recorded, yet {}", row["seconds"]);
+        }
+        let shares: f64 =
+            ["current", "stale", "failure", "gap", "unknown"].iter().map(|p| row[p].as_f64().unwrap()).sum();
+        assert!((shares - 1.0).abs() < 1e-9, "{row}");
+        assert!(row["correct_rate"].is_null() && row["correct_known"] == 0, "no verdict in these logs: {row}");
+    }
+    let edits = store.sql(
+        "SELECT e.source_format, count(a.seq) AS edits, count(DISTINCT e.episode_id) AS runs FROM episodes e \
+         LEFT JOIN actions a ON a.episode_id = e.episode_id AND a.mutates AND a.ok \
+         WHERE e.has_actions GROUP BY e.source_format ORDER BY e.source_format",
+    );
+    for (row, e) in rows.iter().zip(&edits) {
+        let mean = e["edits"].as_f64().unwrap() / e["runs"].as_f64().unwrap();
+        assert!((row["edits"].as_f64().unwrap() - mean).abs() < 1e-9, "{row} {e}");
+    }
+    let out = store.run(&["metrics", "--preset", "ladder", "--by", ""]);
+    assert!(out.status.success() && text(&out.stdout).contains("avs_rate"));
+    let out = store.run(&["metrics", "--all"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--preset ladder"));
+
+    let packages = TestStore::new();
+    assert!(packages.ingest(&[&dataset()]).status.success());
+    let out = packages.run(&["metrics", "--by", ""]);
+    assert!(text(&out.stdout).contains("avs_rate") && !text(&out.stderr).contains("runs preset"));
+}

@@ -287,6 +287,67 @@ impl Engine {
         Ok(sql)
     }
 
+    /// `metrics --preset runs`: what an analyst asks first of imported runs, pooled
+    /// over `keys` (any of [`ROLLUP_KEYS`]) for the episodes matching `filter` (a
+    /// condition on `episode_facts` columns). Descriptive, one row per group:
+    ///
+    /// - `runs`; `correct_known` and `correct_rate` (over runs whose `correct` is known;
+    ///   NULL when none is); `claimed_rate` (the agent's completion claim, over runs
+    ///   where it is known);
+    /// - the share of each derived posture (`current` .. `unknown`), over all runs;
+    /// - `stale_check_rate`: stale agent checks over agent checks (NULL without one);
+    /// - per run, over the runs that recorded it: `tool_calls`, `edits` (ok mutating
+    ///   actions), `tokens_in`, `tokens_out`, `cost_usd`, `seconds` (wall time); and
+    ///   `cost_usd_total`.
+    ///
+    /// A mean over no recorded value is NULL, never 0 ("not recorded" is not "none").
+    pub fn runs_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
+        sql_text::check_keys(keys, ROLLUP_KEYS, "metrics", |_| None)?;
+        // Keys from episode_facts (episodes has the same names).
+        let qualified: Vec<String> = keys.iter().map(|k| format!("f.{}", sql_text::quote_ident(k))).collect();
+        let select_keys: String =
+            keys.iter().map(|k| format!("f.{q} AS {q}, ", q = sql_text::quote_ident(k))).collect();
+        let group_by = if keys.is_empty() {
+            String::new()
+        } else {
+            format!("\nGROUP BY {}\nORDER BY {}", qualified.join(", "), sql_text::quote_list(keys))
+        };
+        let shares: Vec<String> = epistore_package::Posture::NAMES
+            .iter()
+            .map(|p| format!("avg(CASE WHEN f.posture = '{p}' THEN 1.0 ELSE 0.0 END) AS {p}"))
+            .collect();
+        let filter = sql_text::episode_filter_on("f.episode_id", filter);
+        Ok(format!(
+            "SELECT {select_keys}count(*) AS runs,
+       count(f.correct) AS correct_known,
+       avg(CASE WHEN f.correct THEN 1.0 WHEN NOT f.correct THEN 0.0 END) AS correct_rate,
+       avg(CASE WHEN f.agent_reported_complete THEN 1.0 WHEN NOT f.agent_reported_complete THEN 0.0 END) AS claimed_rate,
+       {shares},
+       CAST(sum(f.stale_agent_checks) AS DOUBLE) / nullif(sum(f.agent_checks), 0) AS stale_check_rate,
+       avg(CASE WHEN e.has_tools THEN CAST(e.n_tools AS DOUBLE) END) AS tool_calls,
+       avg(CASE WHEN e.has_actions THEN CAST(coalesce(x.edits, 0) AS DOUBLE) END) AS edits,
+       avg(CAST(e.tokens_in AS DOUBLE)) AS tokens_in,
+       avg(CAST(e.tokens_out AS DOUBLE)) AS tokens_out,
+       avg(e.cost_usd) AS cost_usd,
+       sum(e.cost_usd) AS cost_usd_total,
+       avg(CAST(e.wall_ms AS DOUBLE) / 1000.0) AS seconds
+FROM episode_facts f
+JOIN episodes e ON e.episode_id = f.episode_id
+LEFT JOIN (SELECT episode_id, count(*) AS edits FROM actions WHERE mutates AND ok GROUP BY episode_id) x
+  ON x.episode_id = f.episode_id{filter}{group_by}",
+            shares = shares.join(",\n       "),
+        ))
+    }
+
+    /// Whether every episode was imported from an agent's log (`metrics` then
+    /// defaults to the `runs` preset): false for an empty store.
+    pub async fn all_imported(&self) -> Result<bool> {
+        let batches =
+            self.query("SELECT count(*) > 0 AND count(source_format) = count(*) AS all_imported FROM episodes").await?;
+        use datafusion::arrow::array::AsArray;
+        Ok(batches.first().is_some_and(|b| b.num_rows() == 1 && b.column(0).as_boolean().value(0)))
+    }
+
     pub fn metrics_sql(keys: &[&str], filter: Option<&str>) -> Result<String> {
         sql_text::check_keys(keys, ROLLUP_KEYS, "metrics", |_| None)?;
         Ok(views::cell_metrics_by(keys, filter))

@@ -21,9 +21,17 @@ pub fn quote_list<S: AsRef<str>>(names: &[S]) -> String {
 /// applied as written; on anything else through the episode's id.
 pub fn episode_filter(table: &str, filter: Option<&str>) -> String {
     match filter {
-        None => String::new(),
         Some(f) if table == "episode_facts" => format!(" WHERE {f}"),
-        Some(f) => format!(" WHERE episode_id IN (SELECT episode_id FROM episode_facts WHERE {f})"),
+        _ => episode_filter_on("episode_id", filter),
+    }
+}
+
+/// [`episode_filter`] through the id column `id` (qualified where a join makes
+/// `episode_id` ambiguous).
+pub fn episode_filter_on(id: &str, filter: Option<&str>) -> String {
+    match filter {
+        None => String::new(),
+        Some(f) => format!(" WHERE {id} IN (SELECT episode_id FROM episode_facts WHERE {f})"),
     }
 }
 
