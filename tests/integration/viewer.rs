@@ -603,3 +603,53 @@ fn the_label_warning_agrees_with_label_audit_on_every_episode() {
         "label_audit.sql spells another list"
     );
 }
+
+/// A published site holds no path of the machine that built it: packages ingested
+/// from an absolute folder and the store's own folder appear nowhere in any file
+/// (episode pages named the folder each package came from).
+#[test]
+fn a_published_site_holds_no_path_of_the_publishing_machine() {
+    let store = TestStore::new();
+    let packages = store.dir.path().join("maintainers-private-folder");
+    copy_dir(&dataset(), &packages);
+    assert!(store.ingest(&[&packages]).status.success());
+    let (dir, _) = publish(&store, &["--with-sources"]);
+    let private =
+        [packages.display().to_string(), store.path().display().to_string(), "maintainers-private-folder".into()];
+    let mut files = 0;
+    for entry in walk(&dir) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let content = String::from_utf8_lossy(&bytes);
+        for needle in &private {
+            assert!(!content.contains(needle.as_str()), "{} holds {needle}", entry.display());
+        }
+        files += 1;
+    }
+    assert!(files > 4, "{files} files published");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -22,14 +22,19 @@ pub struct FilePolicy {
     /// static publishing, since transcripts can hold what was never meant to be
     /// published.
     pub include_sources: bool,
+    /// Show where the package was ingested from as given (`ui`, on the machine that
+    /// holds it); a published page names its last component only, so that no path of
+    /// the publishing machine leaves it.
+    pub full_source_path: bool,
 }
 
 impl FilePolicy {
     /// `epistore ui`: files are fetched on demand.
-    pub const SERVER: FilePolicy = FilePolicy { inline_limit: 1 << 20, inline_artifacts: false, include_sources: true };
+    pub const SERVER: FilePolicy =
+        FilePolicy { inline_limit: 1 << 20, inline_artifacts: false, include_sources: true, full_source_path: true };
     /// A static page: artifacts inline up to 256 KiB each, source logs left out.
     pub const STATIC: FilePolicy =
-        FilePolicy { inline_limit: 256 << 10, inline_artifacts: true, include_sources: false };
+        FilePolicy { inline_limit: 256 << 10, inline_artifacts: true, include_sources: false, full_source_path: false };
 }
 
 /// Episodes listed as "other attempts" or "same task" on a page, at most.
@@ -59,7 +64,7 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
         "id": id_hex,
         "cell": {"model": m.model, "harness_level": m.harness_level, "task": m.task, "cluster": m.cluster},
         "manifest": manifest(&record),
-        "source": record.source,
+        "source": if policy.full_source_path { record.source.clone() } else { last_component(&record.source) },
         "ingest_seq": record.ingest_seq,
         "provenance": m.provenance(),
         "source_format": m.source_format(),
@@ -86,6 +91,11 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
         "same_task": same_task,
         "truncated_lists": truncated_lists,
     }))
+}
+
+/// The last component of a path as given (either separator), for a published page.
+fn last_component(path: &str) -> String {
+    path.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or(path).to_string()
 }
 
 /// A JSON object from a record's unknown fields, kept as JSON text.
