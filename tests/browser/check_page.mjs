@@ -178,11 +178,21 @@ async function checkEpisode(page) {
       reports: document.querySelectorAll("#reports .report").length,
       attempts_rows: document.querySelectorAll("#attempts tbody tr:not(.empty-row)").length,
       same_task_rows: document.querySelectorAll("#same-task tbody tr:not(.empty-row)").length,
+      // The run in words, and whether each starts within the first screen.
+      run_text: ["task-prompt", "final-message"].map((id) => {
+        const node = document.getElementById(id);
+        const pre = node && node.querySelector("pre");
+        return {
+          id,
+          text: pre ? pre.textContent : (node ? text(node) : null),
+          first_screen: !!node && node.getBoundingClientRect().top + window.scrollY < window.innerHeight,
+        };
+      }),
       _want: {
         bands: (typeof D.final_revision === "number" ? D.final_revision : 0) + 1,
         checks: D.traces && Array.isArray(D.traces.checks) ? D.traces.checks.length : 0,
       },
-      _hooks: ["#verdicts", "#timeline", "#details", "#checks", "#patch", "#reports", "#artifacts", "#attempts", "#same-task"]
+      _hooks: ["#task-prompt", "#final-message", "#verdicts", "#timeline", "#details", "#checks", "#patch", "#reports", "#artifacts", "#attempts", "#same-task"]
         .filter((s) => !document.querySelector(s)),
     };
   });

@@ -653,3 +653,31 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A real imported Claude Code session: the page's first screen reads the run (the task
+/// as given and the agent's last message, as SQL holds them), drawn in Chromium.
+#[test]
+#[cfg_attr(not(epistore_browser), ignore = "needs Chromium and playwright-core (.ci/run installs them)")]
+fn an_imported_sessions_first_screen_shows_the_task_and_the_agents_last_message() {
+    let store = TestStore::new();
+    let logs = repo_root().join("tests/fixtures/real/claude-code");
+    let out = store.run(&["import", "--model", "m", logs.to_str().unwrap()]);
+    assert!(store.path().exists(), "{}", text(&out.stderr));
+    let rows = store.sql(
+        "SELECT episode_id, task_prompt, final_message FROM episodes \
+         WHERE task_prompt IS NOT NULL AND final_message IS NOT NULL ORDER BY length(task_prompt) LIMIT 1",
+    );
+    let row = rows.first().expect("a session with a prompt and a last message");
+    let id = row["episode_id"].as_str().unwrap();
+    let (path, data) = show_html(&store, id);
+    assert_eq!(data["task_prompt"], row["task_prompt"]);
+    let summary = check_page("episode", &file_url(&path), "imported-episode-screenshot.png");
+    let shown = summary["run_text"].as_array().unwrap();
+    for (block, column) in shown.iter().zip(["task_prompt", "final_message"]) {
+        let want = row[column].as_str().unwrap();
+        let got = block["text"].as_str().unwrap();
+        let head: String = want.chars().take(700).collect();
+        assert!(got.starts_with(head.trim_end()) || got == want, "{column}: {got:?} is not {want:?}");
+        assert_eq!(block["first_screen"], true, "{column} is below the first screen: {summary}");
+    }
+}

@@ -80,6 +80,9 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
             // The page's warning asks this, never the label's spelling.
             "label_claims_verified": record.outcome.label.as_deref().is_some_and(epistore_package::label_claims_verified),
         },
+        // The run as its first screen reads it: the task as given, the agent's last word.
+        "task_prompt": m.task_prompt,
+        "final_message": record.outcome.final_message,
         "outcome": outcome(&record),
         "final_revision": record.derived.final_revision,
         "revisions": revisions(&traces, record.derived.final_revision),
