@@ -377,6 +377,9 @@ pub struct Recorder {
     workspace_state: Option<String>,
     /// The log shows what the agent did ([`Recorder::agent_not_observed`]).
     agent_observed: bool,
+    /// The log ends inside the agent's turn (a cut log): whether it went on to claim
+    /// completion is not in the log.
+    claim_unknown: bool,
 }
 
 /// Secrets found in a package, counted by pattern (in [`secrets`] table order).
@@ -432,6 +435,7 @@ impl Recorder {
             not_agent: false,
             workspace_state: None,
             agent_observed: true,
+            claim_unknown: false,
             max_file_bytes: epistore_package::Limits::default().max_file_bytes,
         }
     }
@@ -676,6 +680,15 @@ impl Recorder {
             self.builder.unrecord_trace(kind);
         }
         self.agent_observed = false;
+    }
+
+    /// The log ends inside a turn the agent had not ended: its completion claim is
+    /// unknown (left out of the outcome, never guessed from its last words), and the
+    /// stop reason `other` unless the log gives one (importers-v1 §6 as read in
+    /// docs/importers.md §10).
+    pub fn log_cut_mid_turn(&mut self) {
+        self.claim_unknown = true;
+        self.note("the log ends inside a turn the agent had not ended: its completion claim is unknown");
     }
 
     /// `budget_exhausted`, `infra_error`, ... when the log says why the run stopped.
@@ -1379,7 +1392,7 @@ impl Recorder {
             Some(true) if current => json!("assisted_verified_success"),
             Some(true) => json!("unverified_success"),
         };
-        let reported_complete = self.last_complete.is_some() && !self.after_complete;
+        let reported_complete = self.last_complete.is_some() && !self.after_complete && !self.claim_unknown;
         let stop = self.stop_reason.unwrap_or(if reported_complete { "completed" } else { "other" });
         let mut o = json!({
             "label": label,
@@ -1388,7 +1401,7 @@ impl Recorder {
             "correct": correct,
         });
         // A log that does not show the agent says nothing of its claim: left out (unknown).
-        if !self.agent_observed && self.last_complete.is_none() {
+        if (!self.agent_observed && self.last_complete.is_none()) || self.claim_unknown {
             if let Some(map) = o.as_object_mut() {
                 map.shift_remove("agent_reported_complete");
             }

@@ -35,7 +35,10 @@ pub(super) fn read(files: Vec<File>) -> Result<Recorder, Refusal> {
     let marked = files.iter().flat_map(|f| f.lines.iter()).any(|l| {
         let ty = str_of(&l.v, &["type"]);
         let msg_ty = obj(&l.v, "msg").and_then(|m| str_of(m, &["type"]));
-        ty == Some("turn.completed") || msg_ty == Some("task_complete")
+        // Marking starts marks ends: a file cut before its `turn.completed` has a turn
+        // that never ended.
+        matches!(ty, Some("turn.started" | "turn.completed"))
+            || matches!(msg_ty, Some("task_started" | "task_complete" | "turn_started" | "turn_complete"))
     });
     let mut sink = Sink::new(rec, marked);
     for f in &files {

@@ -258,7 +258,9 @@ pub(super) fn build<'a>(items: &[Norm<'a>]) -> Index<'a> {
                         ix.approvals.insert(id);
                     }
                     "user_message" => people_events = true,
-                    "task_complete" | "turn_complete" => ix.marked = true,
+                    // A log that marks turns at all marks their ends: one cut before
+                    // its `task_complete` has a turn that never ended.
+                    "task_started" | "turn_started" | "task_complete" | "turn_complete" => ix.marked = true,
                     "item_started" | "item_completed" => {
                         let Some(item) = obj(p, "item") else { continue };
                         let iid = str_of(item, &["id"]).unwrap_or("");

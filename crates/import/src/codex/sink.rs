@@ -84,6 +84,8 @@ pub(super) struct Sink {
     /// the end of the log, and its claim is its last agent message when nothing the
     /// agent did came after it.
     marked: bool,
+    /// A marked turn has started and not ended (completed or aborted).
+    turn_open: bool,
     /// Denials are a person's unless the log names another reviewer.
     pub person_reviews: bool,
     prompt_seen: bool,
@@ -103,6 +105,7 @@ impl Sink {
         Sink {
             rec,
             marked,
+            turn_open: false,
             person_reviews: true,
             prompt_seen: false,
             last_agent: None,
@@ -157,6 +160,7 @@ impl Sink {
         if self.marked {
             self.last_agent = None;
             self.agent_spoke_last = false;
+            self.turn_open = true;
         }
     }
 
@@ -167,6 +171,7 @@ impl Sink {
         self.pending_stop = None;
         self.last_agent = None;
         self.agent_spoke_last = false;
+        self.turn_open = false;
     }
 
     /// A person interrupted the turn: no claim for it.
@@ -174,6 +179,7 @@ impl Sink {
         self.rec.person_abort(ts, reason);
         self.last_agent = None;
         self.agent_spoke_last = false;
+        self.turn_open = false;
     }
 
     /// The run (or its turn) ended in an error; `budget_exhausted` when Codex says a
@@ -312,6 +318,10 @@ impl Sink {
     pub fn finish(mut self) -> Recorder {
         if !self.marked {
             self.close_turn();
+        } else if self.turn_open && self.pending_stop.is_none() {
+            // `task_started` without its `task_complete` (the red team's rollout ended
+            // after "Now running the tests."): no claim is guessed from the last words.
+            self.rec.log_cut_mid_turn();
         }
         if let Some((i, o)) = self.total_tokens.or(self.summed_tokens) {
             self.rec.tokens(Some(i), Some(o));

@@ -33,11 +33,6 @@ fn diffs(e: &Episode) -> Vec<String> {
     e.actions.as_ref().unwrap().iter().filter_map(|a| a.diff.clone()).collect()
 }
 
-fn notes(run: &Run) -> Vec<String> {
-    let notes = run.package.episode.manifest.provenance().unwrap()["notes"].clone();
-    serde_json::from_value(notes).unwrap()
-}
-
 /// (role, author, text) of every record with text or thinking, thinking as `~text`.
 fn said(e: &Episode) -> Vec<(String, Option<String>, String)> {
     messages(e)

@@ -475,3 +475,59 @@ fn approvals_and_denials() {
     assert_eq!(interventions(e)[0], ("other".into(), "git status --short".into()));
     assert_eq!(interventions(e).len(), 3);
 }
+
+/// Observer integrity (issue 28): a rollout that marks its turns (`task_started`) but
+/// ends without `task_complete`, after "Now running the tests.", was given
+/// `agent_reported_complete = true` and `stop_reason = completed` from its last words.
+/// docs/importers.md §10: "a claim only where the log shows the agent claiming it"; a
+/// log cut inside a turn leaves the claim unknown. With the `task_complete` the same
+/// log claims.
+#[test]
+fn a_rollout_cut_inside_a_turn_claims_nothing() {
+    let ts = |s: u32| format!("2026-03-02T08:00:{s:02}.000Z");
+    let line = |s: u32, ty: &str, payload: Value| json!({"timestamp": ts(s), "type": ty, "payload": payload});
+    let mut lines = vec![
+        line(
+            0,
+            "session_meta",
+            json!({"id": "019c0000-0000-7000-8000-00000000cafe", "timestamp": ts(0), "cwd": "/work/app", "originator": "codex_cli_rs", "cli_version": "0.98.0", "source": "cli", "model_provider": "openai"}),
+        ),
+        line(
+            1,
+            "turn_context",
+            json!({"cwd": "/work/app", "approval_policy": "never", "sandbox_policy": {"type": "workspace-write"}, "model": "gpt-5.2-codex"}),
+        ),
+        line(1, "event_msg", json!({"type": "task_started", "model_context_window": 272000})),
+        line(2, "event_msg", json!({"type": "user_message", "message": "Fix the failing test", "images": []})),
+        line(3, "event_msg", json!({"type": "agent_message", "message": "I'll fix add() first."})),
+        line(
+            4,
+            "response_item",
+            json!({"type": "function_call", "name": "apply_patch", "call_id": "c1", "arguments": json!({"input": "*** Begin Patch\n*** Update File: src/add.js\n@@\n-return a - b;\n+return a + b;\n*** End Patch"}).to_string()}),
+        ),
+        line(
+            5,
+            "event_msg",
+            json!({"type": "patch_apply_end", "call_id": "c1", "stdout": "Success. Updated the following files:\nM src/add.js\n", "stderr": "", "success": true}),
+        ),
+        line(5, "response_item", json!({"type": "function_call_output", "call_id": "c1", "output": "Success."})),
+        line(6, "event_msg", json!({"type": "agent_message", "message": "Now running the tests."})),
+        line(
+            6,
+            "response_item",
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Now running the tests."}]}),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let cut = one(&[write(dir.path(), "rollout-2026-03-02T08-00-00-019c0000.jsonl", &lines)], &Options::default());
+    let o = &cut.package.episode.outcome;
+    assert_eq!(o.agent_reported_complete, None, "a claim was guessed from the last words");
+    assert_eq!(o.stop_reason, "other");
+    assert!(notes(&cut).iter().any(|n| n.contains("ends inside a turn")), "{:?}", notes(&cut));
+
+    lines.push(line(7, "event_msg", json!({"type": "task_complete", "last_agent_message": "Now running the tests."})));
+    let dir = tempfile::tempdir().unwrap();
+    let whole = one(&[write(dir.path(), "rollout-2026-03-02T08-00-00-019c0000.jsonl", &lines)], &Options::default());
+    assert_eq!(whole.package.episode.outcome.agent_reported_complete, Some(true));
+    assert_eq!(whole.package.episode.outcome.stop_reason, "completed");
+}

@@ -250,3 +250,9 @@ fn a_remote_names_its_cluster_without_credentials() {
     assert_eq!(cluster("git@github.com:acme/app.git"), "git@github.com:acme/app.git");
     assert_eq!(cluster("https://github.com/acme/app@v2"), "https://github.com/acme/app@v2");
 }
+
+/// The run's `provenance.notes`.
+fn notes(run: &Run) -> Vec<String> {
+    let notes = run.package.episode.manifest.provenance().unwrap()["notes"].clone();
+    serde_json::from_value(notes).unwrap()
+}
