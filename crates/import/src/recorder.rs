@@ -971,8 +971,24 @@ impl Recorder {
     }
 
     /// A tool whose effect on the files the rules cannot tell: `kind: run`, counted in
-    /// `provenance.opaque_calls`.
+    /// `provenance.opaque_calls`. One that plainly reports a workspace write (its name
+    /// says it writes, its arguments name a path inside the workspace, it did not fail:
+    /// an MCP `write_file`) is an `inferred` possible mutation instead, which advances the
+    /// revision like any ok mutation: a check before it is never `current`
+    /// (docs/importers.md §10).
     pub fn opaque(&mut self, call: Call) -> u64 {
+        if let Some(paths) = inferred_write(&call, self.workdir.as_deref()) {
+            let tool_seq = self.tools_record(&call, Grade::Observed);
+            self.action(
+                call.ts.as_deref(),
+                Grade::Inferred,
+                Effect { kind: "edit", paths: &paths, mutates: true, ok: true },
+                tool_seq,
+            );
+            self.opaque_calls += 1;
+            self.result_message(&call, tool_seq);
+            return tool_seq;
+        }
         let tool_seq = self.tools_record(&call, Grade::Observed);
         self.action(
             call.ts.as_deref(),
@@ -1548,6 +1564,106 @@ fn safe_name(name: &str) -> String {
     } else {
         parts.join("/")
     }
+}
+
+/// The words of a tool's name that say it writes files.
+const WRITE_VERBS: &[&str] = &[
+    "write",
+    "edit",
+    "create",
+    "delete",
+    "remove",
+    "move",
+    "rename",
+    "patch",
+    "replace",
+    "insert",
+    "append",
+    "save",
+    "overwrite",
+    "mkdir",
+    "modify",
+    "update",
+    "put",
+    "copy",
+];
+
+/// The argument names that hold a file path (a list under `paths` / `files`).
+const PATH_ARGUMENTS: &[&str] = &[
+    "path",
+    "file_path",
+    "filepath",
+    "file",
+    "filename",
+    "target",
+    "target_file",
+    "destination",
+    "dest",
+    "new_path",
+    "source",
+    "old_path",
+    "absolute_path",
+    "relative_path",
+];
+
+/// The workspace paths an opaque tool plainly reports writing, or None: its name (the
+/// last part of an MCP name such as `mcp__filesystem__write_file`) holds a write verb,
+/// the log shows its result and it did not fail, and its arguments name a path inside
+/// the workspace.
+fn inferred_write(call: &Call, workdir: Option<&str>) -> Option<Vec<String>> {
+    let failed = call.is_error == Some(true)
+        || call.failure_type.is_some()
+        || call.timed_out
+        || matches!(call.exit_code, Some((c, _)) if c != 0);
+    // It must report: a call the log shows no result of (it never ran, or its end is
+    // missing) says nothing about a write.
+    let reported = call.output_seen || call.is_error == Some(false);
+    if failed || !reported {
+        return None;
+    }
+    let short = call.tool.rsplit("__").next().unwrap_or(&call.tool);
+    let words: Vec<String> = split_words(short);
+    if !words.iter().any(|w| WRITE_VERBS.contains(&w.as_str())) {
+        return None;
+    }
+    let arguments = call.arguments.as_ref()?.as_object()?;
+    let mut paths = Vec::new();
+    for (key, value) in arguments {
+        let key = key.to_ascii_lowercase();
+        if PATH_ARGUMENTS.contains(&key.as_str()) {
+            paths.extend(value.as_str().map(str::to_string));
+        } else if key == "paths" || key == "files" {
+            paths.extend(value.as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)));
+        }
+    }
+    paths.retain(|p| !p.trim().is_empty() && crate::shell::inside_workspace(p, workdir));
+    (!paths.is_empty()).then_some(paths)
+}
+
+/// A tool name's words: split at `_`, `-`, `.`, `/`, `:` and lower-to-upper case
+/// changes (`writeFile`), lowercased.
+fn split_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | '.' | '/' | ':' | ' ') {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }
 
 #[cfg(test)]

@@ -113,6 +113,17 @@ pub fn analyse(command: &str, workdir: Option<&str>, declared: &Declared) -> Ana
 }
 
 /// Whitespace runs made one space, trimmed (used for check_id and for Declared matching).
+/// Whether `path` lies inside the workspace whose root is `workdir` (when known), by the
+/// rules a shell mutation's paths follow: `~`, `/tmp`, `/dev` and `/proc` are outside,
+/// and so is an absolute path outside a known working directory.
+pub fn inside_workspace(path: &str, workdir: Option<&str>) -> bool {
+    let ctx = paths::Ctx {
+        workdir: workdir.map(paths::norm_path),
+        cwd: workdir.map_or(paths::Cwd::Unknown, |w| paths::Cwd::Known(paths::norm_path(w))),
+    };
+    ctx.inside(path)
+}
+
 pub fn normalise_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

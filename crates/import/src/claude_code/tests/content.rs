@@ -641,3 +641,77 @@ fn a_bare_command_is_not_the_task() {
     assert_eq!(output(&run, t), "1 failed");
     assert!(messages(e).iter().all(|m| m.tool_seq.is_none()));
 }
+
+/// Observer integrity (issue 28): an MCP tool named like `write_file`, given a path in
+/// the workspace, reports success after the passing test; epistore kept the test
+/// `current`. docs/importers.md §10: an opaque tool that plainly reports a workspace
+/// write is an `inferred` possible mutation, so no check before it is `current`. Reads,
+/// writes outside the workspace and failed writes stay opaque.
+#[test]
+fn an_mcp_write_after_the_test_makes_it_stale() {
+    let sid = "13131313-2222-3333-4444-555555555555";
+    let line = |v: Value| serde_json::to_string(&v).unwrap();
+    let tool_use = |ts: &str, id: &str, name: &str, input: Value| {
+        line(
+            json!({"type": "assistant", "session_id": sid, "timestamp": ts, "parent_tool_use_id": null, "uuid": format!("u-{id}"),
+            "message": {"id": format!("m-{id}"), "model": "claude-sonnet-4-5", "role": "assistant",
+                        "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}}),
+        )
+    };
+    let result = |ts: &str, id: &str, text: &str, err: bool| {
+        line(
+            json!({"type": "user", "session_id": sid, "timestamp": ts, "parent_tool_use_id": null, "uuid": format!("r-{id}"),
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": err}]}}),
+        )
+    };
+    let session = |after_test: &[String]| {
+        let mut lines = vec![
+            line(
+                json!({"type": "system", "subtype": "init", "session_id": sid, "cwd": "/w", "model": "claude-sonnet-4-5", "claude_code_version": "2.1.0"}),
+            ),
+            line(
+                json!({"type": "user", "session_id": sid, "timestamp": "2026-01-01T10:00:00Z", "parent_tool_use_id": null, "uuid": "p",
+                "message": {"role": "user", "content": "Fix the test"}}),
+            ),
+            tool_use("2026-01-01T10:00:01Z", "t1", "Bash", json!({"command": "pytest -q"})),
+            result("2026-01-01T10:00:02Z", "t1", "3 passed in 0.10s", false),
+        ];
+        lines.extend(after_test.iter().cloned());
+        lines.join("\n")
+    };
+    let import = |text: String| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_temp(&dir, "run.jsonl", &text);
+        let (_, runs) = import_paths(&[p], &Options::default());
+        runs.into_iter().next().unwrap().unwrap()
+    };
+    let write = vec![
+        tool_use(
+            "2026-01-01T10:00:03Z",
+            "w1",
+            "mcp__filesystem__write_file",
+            json!({"path": "/w/src/app.py", "content": "x = 2\n"}),
+        ),
+        result("2026-01-01T10:00:04Z", "w1", "Successfully wrote to /w/src/app.py", false),
+    ];
+    let run = import(session(&write));
+    let e = &run.package.episode;
+    assert_ne!(e.derived.posture, "current", "a test before a reported write stayed current");
+    let inferred: Vec<_> = e.actions.as_ref().unwrap().iter().filter(|a| a.common.grade == "inferred").collect();
+    assert_eq!(inferred.len(), 1);
+    assert!(inferred[0].mutates && inferred[0].paths == ["src/app.py"], "{:?}", inferred[0]);
+
+    for (name, input, err) in [
+        ("mcp__filesystem__read_file", json!({"path": "/w/src/app.py"}), false),
+        ("mcp__filesystem__write_file", json!({"path": "/tmp/scratch.txt", "content": "x"}), false),
+        ("mcp__filesystem__write_file", json!({"path": "/w/src/app.py", "content": "x"}), true),
+    ] {
+        let calls = vec![
+            tool_use("2026-01-01T10:00:03Z", "w1", name, input.clone()),
+            result("2026-01-01T10:00:04Z", "w1", "done", err),
+        ];
+        let e = import(session(&calls)).package.episode;
+        assert_eq!(e.derived.posture, "current", "{name} {input} error {err}");
+        assert!(e.actions.as_ref().unwrap().iter().all(|a| a.common.grade != "inferred"));
+    }
+}
