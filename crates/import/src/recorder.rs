@@ -380,6 +380,13 @@ pub struct Recorder {
     /// The log ends inside the agent's turn (a cut log): whether it went on to claim
     /// completion is not in the log.
     claim_unknown: bool,
+    /// Ok mutations so far: the revision the next record observes.
+    ok_mutations: u64,
+    /// Per ok mutation whose call's end the log gives: its call (tools seq), the
+    /// revision before it, and when its call ended (µs since the epoch).
+    mutation_ends: Vec<(u64, u64, i64)>,
+    /// The call being recorded: its tools seq and when it ended, if known.
+    current_call: Option<(u64, Option<i64>)>,
 }
 
 /// Secrets found in a package, counted by pattern (in [`secrets`] table order).
@@ -436,6 +443,9 @@ impl Recorder {
             workspace_state: None,
             agent_observed: true,
             claim_unknown: false,
+            ok_mutations: 0,
+            mutation_ends: Vec::new(),
+            current_call: None,
             max_file_bytes: epistore_package::Limits::default().max_file_bytes,
         }
     }
@@ -757,6 +767,7 @@ impl Recorder {
     fn tools_record(&mut self, call: &Call, grade: Grade) -> u64 {
         self.call_message(call);
         let seq = self.builder.next_seq();
+        self.current_call = Some((seq, call_end_us(call)));
         let mut f = Map::new();
         f.insert("tool".into(), json!(call.tool));
         if let Some(c) = &call.command {
@@ -812,7 +823,29 @@ impl Recorder {
         if let Some(state) = &self.workspace_state {
             f.insert("workspace_state".into(), json!(state));
         }
+        if effect.mutates && effect.ok {
+            if let Some((call, Some(end))) = self.current_call.filter(|(call, _)| *call == tool_seq) {
+                self.mutation_ends.push((call, self.ok_mutations, end));
+            }
+            self.ok_mutations += 1;
+        }
         self.push(TraceKind::Actions, ts, grade, f)
+    }
+
+    /// The revision a check that started at `ts` is bound to when it overlapped a
+    /// mutation of another call: the one before the earliest mutation whose call ended
+    /// after the check started (importers-v1 §4: an outcome that cannot be known counts
+    /// as possibly changed, so it can make a check stale, never current). None, and the
+    /// check keeps the revision at its seq, when there was none or the log gives no
+    /// times.
+    fn overlapped_revision(&self, ts: Option<&str>, check_call: u64) -> Option<u64> {
+        let start = ts.and_then(micros)?;
+        self.mutation_ends
+            .iter()
+            .filter(|(call, _, end)| *call != check_call && *end > start)
+            .map(|(_, before, _)| *before)
+            .min()
+            .filter(|before| *before < self.ok_mutations)
     }
 
     /// The workspace state (a harness's own identity of it, such as a git tree id) the
@@ -870,6 +903,13 @@ impl Recorder {
                     f.insert("result".into(), json!(result));
                     if let (Some(code), true) = (exit, analysis.segments.len() == 1 && !seg.piped) {
                         f.insert("exit_code".into(), json!(code));
+                    }
+                    if let Some(revision) = self.overlapped_revision(call.ts.as_deref(), tool_seq) {
+                        f.insert("revision".into(), json!(revision));
+                        self.note(
+                            "a check started before a mutation of another call had finished (calls run in \
+                             parallel): it is bound to the revision before that mutation",
+                        );
                     }
                     self.push(TraceKind::Verification, call.ts.as_deref(), grade, f);
                 }
@@ -1543,6 +1583,18 @@ pub fn first_line(text: &str) -> String {
 
 /// The timestamp as RFC 3339 when it is one (a `Z`-less ISO time, as OpenHands writes,
 /// is read as UTC and noted as such by the caller when it matters).
+/// An RFC 3339 time as µs since the epoch.
+fn micros(ts: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(ts.trim()).ok().map(|t| t.timestamp_micros())
+}
+
+/// When a call ended, from its start and duration, when the log gives both.
+fn call_end_us(call: &Call) -> Option<i64> {
+    let start = micros(call.ts.as_deref()?)?;
+    let duration = call.duration_ms.filter(|d| d.is_finite() && *d >= 0.0)?;
+    Some(start + (duration * 1000.0) as i64)
+}
+
 pub fn rfc3339(ts: &str) -> Option<String> {
     let ts = ts.trim();
     if chrono::DateTime::parse_from_rfc3339(ts).is_ok() {

@@ -531,3 +531,85 @@ fn a_rollout_cut_inside_a_turn_claims_nothing() {
     assert_eq!(whole.package.episode.outcome.agent_reported_complete, Some(true));
     assert_eq!(whole.package.episode.outcome.stop_reason, "completed");
 }
+
+/// Observer integrity (issue 28): Codex runs calls in parallel. A test that started
+/// before a patch issued earlier had finished was bound after the patch and called
+/// `current`. importers-v1 §4: "an outcome that cannot be known counts as possibly
+/// changed: it can make a check stale, never current"; docs/importers.md §10 binds such a
+/// check to the revision before the overlapping mutation, when the log gives times.
+/// Calls that ran one after the other keep today's order.
+#[test]
+fn a_test_overlapping_a_parallel_patch_is_not_current() {
+    let at = |ms: u32| format!("2026-03-02T08:00:{:02}.{:03}Z", ms / 1000, ms % 1000);
+    let line = |ms: u32, ty: &str, payload: Value| json!({"timestamp": at(ms), "type": ty, "payload": payload});
+    let rollout = |patch_done_ms: u32| {
+        vec![
+            line(
+                0,
+                "session_meta",
+                json!({"id": "019c0000-0000-7000-8000-00000000beef", "timestamp": at(0), "cwd": "/work/app", "originator": "codex_cli_rs", "cli_version": "0.98.0", "source": "cli", "model_provider": "openai"}),
+            ),
+            line(
+                1000,
+                "turn_context",
+                json!({"cwd": "/work/app", "approval_policy": "never", "sandbox_policy": {"type": "workspace-write"}, "model": "gpt-5.2-codex"}),
+            ),
+            line(1000, "event_msg", json!({"type": "task_started"})),
+            line(2000, "event_msg", json!({"type": "user_message", "message": "Fix add()", "images": []})),
+            // The patch at 10.0 s; the test at 11.0 s, in parallel.
+            line(
+                10_000,
+                "response_item",
+                json!({"type": "function_call", "name": "apply_patch", "call_id": "p1", "arguments": json!({"input": "*** Begin Patch\n*** Update File: src/add.js\n@@\n-return a - b;\n+return a + b;\n*** End Patch"}).to_string()}),
+            ),
+            line(
+                11_000,
+                "response_item",
+                json!({"type": "function_call", "name": "shell_command", "call_id": "t1", "arguments": json!({"command": "npm test", "workdir": "/work/app"}).to_string()}),
+            ),
+            line(
+                13_000,
+                "event_msg",
+                json!({"type": "exec_command_end", "call_id": "t1", "exit_code": 0, "stdout": "", "stderr": "", "aggregated_output": "Tests: 4 passed, 4 total", "formatted_output": "", "duration": {"secs": 2, "nanos": 0}}),
+            ),
+            line(
+                13_000,
+                "response_item",
+                json!({"type": "function_call_output", "call_id": "t1", "output": "Exit code: 0\nOutput:\nTests: 4 passed, 4 total"}),
+            ),
+            line(
+                patch_done_ms,
+                "event_msg",
+                json!({"type": "patch_apply_end", "call_id": "p1", "stdout": "Success. Updated the following files:\nM src/add.js\n", "stderr": "", "success": true}),
+            ),
+            line(
+                patch_done_ms,
+                "response_item",
+                json!({"type": "function_call_output", "call_id": "p1", "output": "Success."}),
+            ),
+            line(15_000, "event_msg", json!({"type": "task_complete", "last_agent_message": "Done: tests pass."})),
+        ]
+    };
+    let import = |lines: Vec<Value>| {
+        let dir = tempfile::tempdir().unwrap();
+        one(&[write(dir.path(), "rollout-2026-03-02T08-00-00-019c0000.jsonl", &lines)], &Options::default())
+    };
+    // The patch finished at 14.0 s, after the test started (11.0 s): the test may have
+    // run on the old code.
+    let overlapping = import(rollout(14_000));
+    let e = &overlapping.package.episode;
+    assert_eq!(e.derived.final_revision, 1);
+    let check = &e.checks.as_ref().unwrap()[0];
+    assert_eq!(check.bound_revision, 0, "{check:?}");
+    assert_ne!(e.derived.posture, "current");
+    assert!(notes(&overlapping).iter().any(|n| n.contains("in parallel")), "{:?}", notes(&overlapping));
+    // Finished at 10.5 s, before the test started: the test ran on the patched code.
+    let mut sequential = rollout(10_500);
+    let patch_end = sequential.remove(8);
+    let patch_output = sequential.remove(8);
+    sequential.insert(5, patch_end);
+    sequential.insert(6, patch_output);
+    let e = import(sequential).package.episode;
+    assert_eq!(e.checks.as_ref().unwrap()[0].bound_revision, 1);
+    assert_eq!(e.derived.posture, "current");
+}

@@ -39,6 +39,17 @@ pub(super) fn tool_event(id: &str, function: &str, args: Value, span: &str, erro
     e
 }
 
+/// An event two seconds later than the helpers write it.
+fn later(mut event: Value) -> Value {
+    for (key, at) in [("timestamp", "2026-01-01T00:00:03"), ("completed", "2026-01-01T00:00:04")] {
+        if let Some(v) = event.get_mut(key) {
+            let frac = v.as_str().unwrap_or("").split_once('.').map(|(_, f)| format!(".{f}"));
+            *v = json!(frac.map_or(format!("{at}+00:00"), |f| format!("{at}{f}")));
+        }
+    }
+    event
+}
+
 pub(super) fn exec(span: &str, cmd: &str, result: i64) -> Value {
     json!({"event": "sandbox", "action": "exec", "cmd": cmd, "result": result, "span_id": span,
            "timestamp": "2026-01-01T00:00:01.5+00:00"})
@@ -122,11 +133,18 @@ fn approvals_edits_and_people() {
             a,
             Some(json!({"type": "unknown", "message": "File already exists"})),
         ),
+        // The tests start after the edits ended (at 2 s): one after the other.
         span("s5", a, "tool", "bash"),
-        tool_event("c5", "bash", json!({"cmd": "pytest"}), a, Some(json!({"type": "timeout", "message": "timed out"}))),
+        later(tool_event(
+            "c5",
+            "bash",
+            json!({"cmd": "pytest"}),
+            a,
+            Some(json!({"type": "timeout", "message": "timed out"})),
+        )),
         span("s6", a, "tool", "bash"),
-        tool_event("c6", "bash", json!({"cmd": "pytest tests/test_app.py"}), a, None),
-        exec("s6", "bash --login -c 'pytest tests/test_app.py'", 0),
+        later(tool_event("c6", "bash", json!({"cmd": "pytest tests/test_app.py"}), a, None)),
+        later(exec("s6", "bash --login -c 'pytest tests/test_app.py'", 0)),
         json!({"event": "input", "input": "looks good, finish up", "input_ansi": "", "span_id": a,
                "timestamp": "2026-01-01T00:00:03+00:00"}),
         span("s7", a, "tool", "finish"),
