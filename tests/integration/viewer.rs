@@ -681,3 +681,37 @@ fn an_imported_sessions_first_screen_shows_the_task_and_the_agents_last_message(
         assert_eq!(block["first_screen"], true, "{column} is below the first screen: {summary}");
     }
 }
+
+/// An id prefix several episodes share: the browser lists them (each linking to its
+/// page) and the CLI names them, instead of "no episode".
+#[test]
+fn an_ambiguous_id_prefix_lists_the_episodes_it_matches() {
+    let store = TestStore::synthetic(1000, 11);
+    let ids: Vec<String> = store
+        .sql("SELECT episode_id FROM all_episodes ORDER BY episode_id")
+        .iter()
+        .map(|r| r["episode_id"].as_str().unwrap().to_string())
+        .collect();
+    // The 4-character prefix most ids share (1,000 ids over 65,536 prefixes: about 7
+    // pairs expected; the seed is fixed).
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for id in &ids {
+        *counts.entry(&id[..4]).or_default() += 1;
+    }
+    let (prefix, n) = counts.iter().max_by_key(|(_, n)| **n).map(|(p, n)| (p.to_string(), *n)).unwrap();
+    assert!(n >= 2, "no shared prefix among {} ids", ids.len());
+    let want: Vec<&String> = ids.iter().filter(|id| id.starts_with(&prefix)).collect();
+
+    let ui = Ui::start(&store, &[]);
+    let (status, body) = ui.get(&format!("/episodes/{prefix}"));
+    assert_eq!(status, 200, "{body}");
+    let data = page_data(&body);
+    assert_eq!(data["kind"], "list");
+    let listed: Vec<&str> = data["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(listed, want.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+
+    let out = store.run(&["show", &prefix]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(want.iter().all(|id| err.contains(id.as_str())), "{err}");
+}

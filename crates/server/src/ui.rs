@@ -386,8 +386,23 @@ async fn episode(State(ui): State<Arc<Ui>>, Path(id): Path<String>) -> Answer {
     let store = ui.store.clone();
     let doc = blocking(move || {
         let snapshot = store.snapshot()?;
-        let id = snapshot.resolve(&id).map_err(|_| not_found(format!("no episode {id} in this store")))?;
-        Ok(episode_doc(&snapshot, &id, &Links::Server, FilePolicy::SERVER)?)
+        match snapshot.resolve(&id) {
+            Ok(id) => Ok(episode_doc(&snapshot, &id, &Links::Server, FilePolicy::SERVER)?),
+            // An ambiguous prefix lists the episodes it matches, as the CLI names them.
+            Err(epistore_store::Error::Ambiguous { prefix, candidates, more }) => {
+                let ids: Vec<_> = candidates.iter().filter_map(|c| epistore_package::parse_hex(c)).collect();
+                let rows = list_rows(&snapshot, &ids, &Links::Server)?;
+                let title = format!("Episodes whose id starts with {prefix}");
+                let subtitle = format!(
+                    "`{prefix}` matches {}{} episodes: choose one, or give more of the id.",
+                    if more { "more than " } else { "" },
+                    candidates.len()
+                );
+                let nav = Links::Server.nav(&[(&title, None)]);
+                Ok(list_doc(&title, Some(&subtitle), nav, rows, more))
+            }
+            Err(_) => Err(not_found(format!("no episode {id} in this store"))),
+        }
     })
     .await?;
     Ok(page(StatusCode::OK, &doc))

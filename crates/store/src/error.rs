@@ -27,8 +27,14 @@ pub enum Error {
     Damaged(String),
     #[error("no episode matches `{0}`")]
     NoEpisode(String),
-    #[error("`{0}` matches several episodes; give more of the id")]
-    Ambiguous(String),
+    #[error("`{prefix}` matches several episodes ({}{}); give more of the id", .candidates.join(", "), if *.more { ", ..." } else { "" })]
+    Ambiguous {
+        prefix: String,
+        /// The first matching ids (in id order), to choose from.
+        candidates: Vec<String>,
+        /// More ids match than are listed.
+        more: bool,
+    },
     #[error(transparent)]
     Package(#[from] epistore_package::Error),
     #[error(

@@ -65,6 +65,9 @@ pub struct Snapshot {
 /// The open checksum table (see [`Snapshot::check_sum`]).
 pub(crate) struct Sums(Option<redb::ReadOnlyTable<(u8, u64), [u8; 16]>>);
 
+/// Ids an ambiguous prefix lists.
+pub const AMBIGUOUS_SHOWN: usize = 20;
+
 impl Sums {
     pub(crate) fn check(&self, kind: u8, number: u64, value: &[u8], what: impl FnOnce() -> String) -> Result<()> {
         let Some(table) = &self.0 else { return Ok(()) };
@@ -381,7 +384,8 @@ impl Snapshot {
         })
     }
 
-    /// Resolves a full id or a unique hex prefix (at least 4 characters) to an id.
+    /// Resolves a full id or a unique hex prefix (at least 4 characters) to an id; an
+    /// ambiguous prefix names the first [`AMBIGUOUS_SHOWN`] ids it matches.
     pub fn resolve(&self, text: &str) -> Result<Hash> {
         guarded(|| {
             let text = text.trim().to_ascii_lowercase();
@@ -407,12 +411,18 @@ impl Snapshot {
                 }
             }
             let episodes = table!(self.txn, EPISODE_INDEX);
-            let mut found = episodes.range(lo..=hi).map_err(Error::redb)?;
-            let first = found.next().transpose().map_err(Error::redb)?.map(|(k, _)| k.value());
-            match (first, found.next()) {
-                (None, _) => Err(Error::NoEpisode(text)),
-                (Some(id), None) => Ok(id),
-                (Some(_), Some(_)) => Err(Error::Ambiguous(text)),
+            let mut ids = Vec::new();
+            for entry in episodes.range(lo..=hi).map_err(Error::redb)?.take(AMBIGUOUS_SHOWN + 1) {
+                ids.push(entry.map_err(Error::redb)?.0.value());
+            }
+            match ids.as_slice() {
+                [] => Err(Error::NoEpisode(text)),
+                [id] => Ok(*id),
+                _ => Err(Error::Ambiguous {
+                    prefix: text,
+                    more: ids.len() > AMBIGUOUS_SHOWN,
+                    candidates: ids.iter().take(AMBIGUOUS_SHOWN).map(hex).collect(),
+                }),
             }
         })
     }
