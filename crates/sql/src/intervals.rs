@@ -314,12 +314,32 @@ fn parse_ratio_line(line: &str) -> Option<(&str, &str, &str, Option<Direction>)>
     Some((num, den, name, direction))
 }
 
-/// Finds a metric by name.
+/// Finds a metric by name; an unknown one is refused with the nearest names ("did you
+/// mean"), and how to list them all, rather than all 48 of them.
 pub fn find_metric(name: &str) -> Result<(&'static Family, &'static Metric)> {
     families().iter().find_map(|f| f.metrics.iter().find(|m| m.name == name).map(|m| (f, m))).ok_or_else(|| {
         let names: Vec<&str> = families().iter().flat_map(|f| f.metrics.iter().map(|m| m.name.as_str())).collect();
-        Error::Usage(format!("unknown metric `{name}`; metrics: {}", names.join(", ")))
+        Error::Usage(unknown_name("metric", name, &names))
     })
+}
+
+/// "unknown metric `avs_rat`; did you mean `avs_rate`?": the names within a small edit
+/// distance of `name` (or containing it), closest first; all of them when none is near.
+pub fn unknown_name(what: &str, name: &str, names: &[&str]) -> String {
+    let wanted = name.to_ascii_lowercase();
+    let mut near: Vec<(f64, &str)> = names
+        .iter()
+        .map(|n| (strsim::jaro_winkler(&wanted, &n.to_ascii_lowercase()), *n))
+        .filter(|(score, n)| *score >= 0.85 || (wanted.len() >= 3 && n.contains(wanted.as_str())))
+        .collect();
+    near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    match near.as_slice() {
+        [] => format!("unknown {what} `{name}`; {what}s: {}", names.join(", ")),
+        near => {
+            let shown: Vec<String> = near.iter().take(5).map(|(_, n)| format!("`{n}`")).collect();
+            format!("unknown {what} `{name}`; did you mean {}?", shown.join(" or "))
+        }
+    }
 }
 
 /// An entry's key value as text: `NULL` for a missing one (a NULL model or task is a
@@ -498,6 +518,18 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_metric_is_answered_with_the_nearest_names() {
+        let err = |name: &str| find_metric(name).err().unwrap().to_string();
+        assert!(err("avs_rat").contains("did you mean `avs_rate`"), "{}", err("avs_rat"));
+        assert!(err("stale_checks").contains("`stale_check_rate`"), "{}", err("stale_checks"));
+        assert!(err("posture").contains("`posture_share:current`"), "{}", err("posture"));
+        // Nothing near: every name, so the user sees what there is.
+        let far = err("qqqqqqqqq");
+        assert!(far.contains("metrics: avs_rate, m_hir") && !far.contains("did you mean"), "{far}");
+        assert!(find_metric("avs_rate").is_ok());
+    }
 
     #[test]
     fn every_ratio_of_cell_metrics_is_read_off_the_shipped_sql() {
