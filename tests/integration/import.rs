@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{repo_root, text, TestStore};
+use crate::util::{copy_tree, repo_root, text, TestStore};
 
 fn real(rel: &str) -> PathBuf {
     repo_root().join("tests/fixtures/real").join(rel)
@@ -563,19 +563,6 @@ fn as_parquet_of(out: &Path, jsonl: &str) {
     std::fs::write(&tmp, jsonl).unwrap();
     as_parquet(&tmp, out);
     std::fs::remove_file(tmp).unwrap();
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]

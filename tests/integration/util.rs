@@ -146,6 +146,20 @@ impl TestStore {
     }
 }
 
+/// Copies the folder `from` into `to` (created), at any depth.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 /// Every file under `dir`, at any depth.
 pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::util::{dataset, minimal_package, repo_root, text, write_package, TestStore};
+use crate::util::{copy_tree, dataset, minimal_package, repo_root, text, walk, write_package, TestStore};
 
 /// The JSON a page embeds (`const DATA = ...;`).
 fn page_data(html: &str) -> Value {
@@ -611,7 +611,7 @@ fn the_label_warning_agrees_with_label_audit_on_every_episode() {
 fn a_published_site_holds_no_path_of_the_publishing_machine() {
     let store = TestStore::new();
     let packages = store.dir.path().join("maintainers-private-folder");
-    copy_dir(&dataset(), &packages);
+    copy_tree(&dataset(), &packages);
     assert!(store.ingest(&[&packages]).status.success());
     let (dir, _) = publish(&store, &["--with-sources"]);
     let private =
@@ -626,32 +626,6 @@ fn a_published_site_holds_no_path_of_the_publishing_machine() {
         files += 1;
     }
     assert!(files > 4, "{files} files published");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// A real imported Claude Code session: the page's first screen reads the run (the task
