@@ -205,6 +205,11 @@ async function checkEpisode(page) {
   if (out.checks_total !== want.checks) fail(`#checks holds ${out.checks_total} rows, DATA has ${want.checks} checks`);
   if (out.checks.length > want.checks || (want.checks && !out.checks.length)) fail(`#checks displays ${out.checks.length} of ${want.checks} checks`);
 
+  // a deep link (#seq-N) opened its record on load
+  out.details_seq_on_load = await page.evaluate(() => {
+    const d = document.getElementById("details");
+    return d && d.hasAttribute("data-seq") ? Number(d.getAttribute("data-seq")) : null;
+  });
   // click the first check mark (agent/human lane; else the oracle lane) and read #details
   const mark = (await page.$('#timeline .mark[data-lane="checks"]')) || (await page.$('#timeline .mark[data-lane="oracle"]'));
   if (mark) {
@@ -214,6 +219,8 @@ async function checkEpisode(page) {
       return d && d.hasAttribute("data-seq");
     }, null, { timeout: 5_000 }).catch(() => fail("#details did not fill after clicking a check mark"));
     out.details = await page.evaluate(() => document.getElementById("details").innerText.replace(/[ \t]+/g, " ").trim());
+    out.url_after_click = page.url();
+    out.details_seq = await page.evaluate(() => Number(document.getElementById("details").getAttribute("data-seq")));
   } else {
     out.details = null;
   }

@@ -186,6 +186,12 @@ fn episode_page_renders_in_headless_chromium() {
     assert!(summary["summary"].as_str().unwrap().contains("full-regression"), "{summary}");
     assert!(summary["details"].as_str().unwrap().contains("check_id"), "{summary}");
     assert!(summary["patch_lines"].as_u64().unwrap() >= 10, "{summary}");
+    // Selecting a record makes it the page's address; a deep link opens its record.
+    let seq = summary["details_seq"].as_u64().unwrap();
+    assert!(summary["url_after_click"].as_str().unwrap().ends_with(&format!("#seq-{seq}")), "{summary}");
+    assert_eq!(summary["details_seq_on_load"], Value::Null, "{summary}");
+    let linked = check_page("episode", &format!("{}#seq-14", file_url(&path)), "episode-deep-link-screenshot.png");
+    assert_eq!(linked["details_seq_on_load"], 14, "{linked}");
 }
 
 /// On a synthetic population with forced revisions, an episode whose oracle said
