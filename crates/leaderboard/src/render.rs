@@ -23,6 +23,8 @@ fn p_value(v: f64) -> String {
 fn interval(e: &Entry) -> String {
     match (e.lo, e.hi) {
         (Some(lo), Some(hi)) => format!("[{lo:.3}, {hi:.3}]"),
+        // Every replicate would be the one cluster again: no interval, said why.
+        _ if e.clusters == 1 => "NULL (one task cluster)".into(),
         _ => "NULL".into(),
     }
 }

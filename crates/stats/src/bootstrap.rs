@@ -46,7 +46,8 @@ impl Bootstrap {
 /// (2,000), and a bound on the work one SQL call can demand.
 pub const MAX_REPLICATES: usize = 100_000;
 
-/// An estimate with its interval. `lo`/`hi` are `None` when no replicate was defined;
+/// An estimate with its interval. `lo`/`hi` are `None` when no replicate was defined or
+/// there are fewer than two clusters (one cluster says nothing of how clusters vary);
 /// `estimate` is `None` when the metric is undefined on the whole population.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Interval {
@@ -149,6 +150,12 @@ pub fn bootstrap_with_plan(
         dropped = settings.replicates;
     }
     values.sort_by(f64::total_cmp);
+    if sums.len() < 2 {
+        // One cluster: every replicate is that cluster again, so the "interval" would
+        // be [x, x], a certainty the data cannot give (nothing measures how clusters
+        // vary). No interval, as for an undefined one; the estimate stands.
+        return Interval { estimate, lo: None, hi: None, used: values.len(), dropped };
+    }
     let (a, b) = settings.tails();
     Interval { estimate, lo: percentile(&values, a), hi: percentile(&values, b), used: values.len(), dropped }
 }
