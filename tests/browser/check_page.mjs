@@ -305,6 +305,8 @@ async function checkNavigate(page, boardUrl, waitRendered, kindOf) {
   const out = { board_entries: 0, list_rows: null, list_shown: null, episode_kind: null, episode_title: null, episode_bands: null, back_to_board: false };
   const strip = (u) => u.replace(/#.*$/, "");
   out.board_entries = await page.$$eval("a.entry-episodes", (as) => as.length);
+  out.board_howto = await page.evaluate(() => { const h = document.querySelector(".howto"); return h ? h.textContent : null; });
+  out.board_header_titles = await page.$$eval("#leaderboard thead th", (ths) => Object.fromEntries(ths.map((th) => [th.getAttribute("data-key"), th.getAttribute("title")])));
   let entry = await page.$("a.entry-episodes");
   if (!entry) {
     fail("the leaderboard page has no a.entry-episodes; falling back to the first table link that leaves the page");

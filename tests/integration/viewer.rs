@@ -285,6 +285,13 @@ fn published_board_navigates_in_headless_chromium() {
     assert_eq!(summary["episode_kind"], "episode", "{summary}");
     assert_eq!(summary["back_to_board"], true, "{summary}");
     assert_eq!(summary["board_entries"].as_u64().unwrap() as usize, board["entries"].as_array().unwrap().len());
+    // `n`, `episodes` and `clusters` say what they count, in the text and on their headers.
+    let howto = summary["board_howto"].as_str().unwrap();
+    assert!(
+        howto.contains("n is the metric\u{2019}s pooled denominator") && howto.contains("clusters, its"),
+        "{howto}"
+    );
+    assert!(summary["board_header_titles"]["n"].as_str().unwrap().contains("denominator"), "{summary}");
 }
 
 /// A running `epistore ui`, stopped when dropped.
