@@ -299,3 +299,20 @@ fn every_view_counts_the_rows_it_returns() {
         }
     }
 }
+
+/// Sections that mean nothing for a population are left out: a store of one harness
+/// level has no harness-ladder matrix (it compares nothing), and one without oracle
+/// verdicts no revision curves (the page drew both on every board).
+#[test]
+fn a_board_of_one_harness_level_has_no_ladder_and_no_empty_curves() {
+    let store = TestStore::new();
+    let logs = repo_root().join("tests/fixtures/real/claude-code");
+    store.run(&["import", "--model", "m", logs.to_str().unwrap()]);
+    let out = store.run(&["leaderboard", "--metric", "stale_check_rate", "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let board: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(board["evidence_matrix"].is_null(), "{}", board["evidence_matrix"]);
+    assert_eq!(board["revision_curves"], json!([]));
+    let html = written_board(&store, &["--metric", "stale_check_rate"], "html", &store.dir.path().join("b.html"));
+    assert!(html.contains("\"evidence_matrix\":null"), "the page's data carries no matrix");
+}

@@ -272,7 +272,9 @@ async fn evidence_matrix(engine: &Engine, filter: Option<&str>) -> Result<Option
             matrix.share.push(values.iter().map(|v| opt(v, row)).collect());
         }
     }
-    Ok((!matrix.levels.is_empty()).then_some(matrix))
+    // A ladder needs rungs: with one harness level (imported logs, one harness) the
+    // matrix compares nothing and is left out of the board.
+    Ok((matrix.levels.len() >= 2).then_some(matrix))
 }
 
 /// Correctness over revisions (docs/metrics.md §D) per entry of the cell keys: the held
