@@ -316,3 +316,18 @@ fn a_board_of_one_harness_level_has_no_ladder_and_no_empty_curves() {
     let html = written_board(&store, &["--metric", "stale_check_rate"], "html", &store.dir.path().join("b.html"));
     assert!(html.contains("\"evidence_matrix\":null"), "the page's data carries no matrix");
 }
+
+/// Entries that share no task cluster cannot be compared; the board says so instead of
+/// an unexplained "family of 0 comparisons".
+#[test]
+fn a_board_whose_entries_share_no_cluster_says_their_order_is_untested() {
+    let store = TestStore::new();
+    let real = repo_root().join("tests/fixtures/real");
+    store.run(&["import", "--model", "m1", real.join("claude-code").to_str().unwrap()]);
+    store.run(&["import", "--model", "m2", real.join("codex").to_str().unwrap()]);
+    let md = written_board(&store, &["--metric", "stale_check_rate"], "md", &store.dir.path().join("b.md"));
+    assert!(
+        md.contains("(no comparisons: no two neighbouring entries share a task cluster, so their order is untested)"),
+        "{md}"
+    );
+}

@@ -96,12 +96,19 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
         out,
         "Intervals: {:.0}% percentile bootstrap over task clusters, B = {}, seed {}. \
          Tie groups: an entry whose Holm-adjusted paired sign-flip p-value against the entry \
-         ranked above is >= {} shares its group (family of {} comparisons).\n",
+         ranked above is >= {} shares its group ({}).\n",
         b.level * 100.0,
         b.replicates,
         b.seed,
         board.comparison.alpha,
-        board.comparison.family
+        match board.comparison.family {
+            // No neighbours share a task cluster: nothing was compared.
+            0 if board.entries.len() > 1 => {
+                "no comparisons: no two neighbouring entries share a task cluster, so their order is untested"
+                    .to_string()
+            }
+            n => format!("family of {n} comparisons"),
+        }
     );
     out.push_str("| rank | entry | value | interval | n | episodes | clusters | tie group | vs above (Holm p) |\n");
     out.push_str("|---:|---|---:|---|---:|---:|---:|---:|---|\n");
