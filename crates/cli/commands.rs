@@ -360,7 +360,11 @@ pub fn metrics(store_dir: &Path, args: &MetricsArgs) -> Result<ExitCode> {
         crate::Preset::Ladder => ladder()?,
     };
     let batches = session.block_on(session.engine.query(&sql))?;
-    print_result(&batches, args.format)?;
+    if args.expanded && args.format == OutputFormat::Table {
+        print_expanded(&batches)?;
+    } else {
+        print_result(&batches, args.format)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

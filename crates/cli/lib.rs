@@ -302,6 +302,9 @@ pub(crate) struct MetricsArgs {
     bootstrap: BootstrapArgs,
     #[arg(long, value_enum, default_value = "table")]
     format: OutputFormat,
+    /// One field per line (for rows wider than the terminal); table format only.
+    #[arg(long, short = 'x')]
+    expanded: bool,
 }
 
 /// `metrics --preset`.

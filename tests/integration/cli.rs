@@ -302,6 +302,8 @@ fn tables_round_floats_and_the_shell_commands_answer() {
     let out = store.run(&["sql", "-x", "SELECT model, episodes FROM cell_metrics ORDER BY model LIMIT 1"]);
     let shown = text(&out.stdout);
     assert!(shown.starts_with("-[ RECORD 1 ]-\nmodel    | ") && shown.contains("\nepisodes | "), "{shown}");
+    let wide = text(&store.run(&["metrics", "-x", "--by", ""]).stdout);
+    assert!(wide.starts_with("-[ RECORD 1 ]-\n") && wide.contains("\navs_rate "), "{wide}");
 }
 
 /// A number with more than four significant digits after its decimal point, if any.
