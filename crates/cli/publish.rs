@@ -45,18 +45,46 @@ pub fn show_html(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
 
 /// The episodes given a page: entries in rank order, each entry's ids in order, until
 /// `max` pages.
-fn chosen_episodes(board: &Leaderboard, max: usize) -> Vec<String> {
+/// The episodes that get pages, at most `max`: a share for every entry (so no entry is
+/// left with none), failures and label disagreements first within each (what a reader
+/// checks first), then what the budget leaves, in the board's order. Each entry's ids
+/// are reordered so that its published ones come first, as the board links a prefix.
+fn chosen_episodes(board: &mut Leaderboard, snapshot: &Snapshot, max: usize) -> Result<Vec<String>> {
+    let share = if board.entries.is_empty() { 0 } else { (max / board.entries.len()).max(1) };
     let mut seen = HashSet::new();
     let mut chosen = Vec::new();
+    for entry in &mut board.entries {
+        let mut ranked = Vec::with_capacity(entry.episode_ids.len());
+        for (i, id) in entry.episode_ids.iter().enumerate() {
+            ranked.push((look_first(snapshot, id)?, i, id.clone()));
+        }
+        ranked.sort_by_key(|(first, i, _)| (!*first, *i));
+        entry.episode_ids = ranked.into_iter().map(|(_, _, id)| id).collect();
+        for id in entry.episode_ids.iter().take(share) {
+            if chosen.len() < max && seen.insert(id.clone()) {
+                chosen.push(id.clone());
+            }
+        }
+    }
     for id in board.entries.iter().flat_map(|e| &e.episode_ids) {
-        if chosen.len() == max {
+        if chosen.len() >= max {
             break;
         }
-        if seen.insert(id.as_str()) {
+        if seen.insert(id.clone()) {
             chosen.push(id.clone());
         }
     }
-    chosen
+    Ok(chosen)
+}
+
+/// A failure or a label that says more than the evidence: what a reader looks at first.
+fn look_first(snapshot: &Snapshot, id: &str) -> Result<bool> {
+    let hash = parse_hex(id).with_context(|| format!("bad episode id {id} on the board"))?;
+    let Some(r) = snapshot.episode(&hash)? else { return Ok(false) };
+    let posture = r.derived.posture.as_str();
+    let overclaimed =
+        r.outcome.label.as_deref().is_some_and(epistore_package::label_claims_verified) && posture != "current";
+    Ok(posture == "failure" || r.outcome.correct == Some(false) || overclaimed)
 }
 
 /// `leaderboard --format html --out DIR --with-episodes`: the board (DIR/index.html),
@@ -69,7 +97,8 @@ pub fn publish_board(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCod
     let spec = leaderboard_spec(args);
     let session = Session::open(store_dir)?;
     let mut board = session.block_on(epistore_leaderboard::build(&session.engine, &spec))?;
-    let chosen = chosen_episodes(&board, args.publish.max_episodes);
+    let snapshot = session.store.snapshot()?;
+    let chosen = chosen_episodes(&mut board, &snapshot, args.publish.max_episodes)?;
     let written: Arc<HashSet<String>> = Arc::new(chosen.iter().cloned().collect());
     board.links = Some(BoardLinks {
         home: None,
@@ -87,7 +116,6 @@ pub fn publish_board(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCod
     for dir in ["entries", "episodes"] {
         std::fs::create_dir_all(staging.join(dir)).with_context(|| format!("creating {}", staging.display()))?;
     }
-    let snapshot = session.store.snapshot()?;
     write_whole(&staging.join("index.html"), &epistore_leaderboard::to_html(&board)?)?;
     let links = Links::Static { depth: 1, written: written.clone() };
     write_entry_lists(&snapshot, &board, &links, &staging)?;

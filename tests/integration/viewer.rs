@@ -260,13 +260,35 @@ fn published_board_links_entries_to_episode_pages() {
     let pages = std::fs::read_dir(dir.join("episodes")).unwrap().count();
     assert_eq!(pages as i64, store.episode_count());
 
-    // Bounded: 10 pages, and only those are linked.
+    // Bounded: 10 pages, only those linked, a share for every entry (failures and
+    // label disagreements first, listed first), and each list says why the others
+    // have no link.
     let (dir, _) = publish(&store, &["--max-episodes", "10"]);
     assert_eq!(std::fs::read_dir(dir.join("episodes")).unwrap().count(), 10);
-    let list = page_data(&std::fs::read_to_string(dir.join("entries/0.html")).unwrap());
-    for row in list["rows"].as_array().unwrap() {
-        if let Some(href) = row["href"].as_str() {
-            assert!(dir.join("entries").join(href).exists(), "{href}");
+    for i in 0..entries.len() {
+        let list = page_data(&std::fs::read_to_string(dir.join(format!("entries/{i}.html"))).unwrap());
+        let rows = list["rows"].as_array().unwrap();
+        let linked: Vec<bool> = rows.iter().map(|r| r["href"].is_string()).collect();
+        assert!(linked[0], "entry {i} has no published page");
+        assert!(linked.windows(2).all(|w| w[0] || !w[1]), "entry {i}: published pages are not listed first");
+        for row in rows.iter().filter(|r| r["href"].is_string()) {
+            assert!(dir.join("entries").join(row["href"].as_str().unwrap()).exists());
+        }
+        if linked.iter().any(|l| !l) {
+            assert!(list["subtitle"].as_str().unwrap().contains("--max-episodes"), "{}", list["subtitle"]);
+            // A failure or an over-claiming label gets its page before a quiet episode.
+            let first_unlinked = linked.iter().position(|l| !l).unwrap();
+            let loud = |r: &Value| {
+                r["posture"] == "failure"
+                    || r["correct"] == json!(false)
+                    || (matches!(
+                        r["label"].as_str(),
+                        Some("autonomous_verified_success" | "assisted_verified_success")
+                    ) && r["posture"] != "current")
+            };
+            if rows[first_unlinked..].iter().any(loud) {
+                assert!(rows[..first_unlinked].iter().all(loud), "entry {i}: a quiet episode was published first");
+            }
         }
     }
     assert!(!dir.with_file_name("site.epistore-staging").exists());

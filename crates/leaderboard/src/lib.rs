@@ -59,7 +59,18 @@ pub fn entry_list(
         steps.push((&board.title, Some(href)));
     }
     steps.push((&entry.label, None));
-    let subtitle = format!("The {} episodes behind this entry's score.", rows.len());
+    let published = rows.iter().filter(|r| r["href"].is_string()).count();
+    let subtitle = if published < rows.len() && matches!(links, epistore_view::Links::Static { .. }) {
+        // Every id without a link says why.
+        format!(
+            "The {} episodes behind this entry's score. Pages were published for {published} of them \
+             (--max-episodes; failures and label disagreements first, listed first); the others are listed \
+             without a link.",
+            rows.len()
+        )
+    } else {
+        format!("The {} episodes behind this entry's score.", rows.len())
+    };
     Ok(Some(epistore_view::list_doc(&title, Some(&subtitle), links.nav(&steps), rows, false)))
 }
 
