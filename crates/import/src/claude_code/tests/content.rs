@@ -642,7 +642,7 @@ fn a_bare_command_is_not_the_task() {
     assert!(messages(e).iter().all(|m| m.tool_seq.is_none()));
 }
 
-/// Observer integrity (issue 28): an MCP tool named like `write_file`, given a path in
+/// Observer integrity: an MCP tool named like `write_file`, given a path in
 /// the workspace, reports success after the passing test; epistore kept the test
 /// `current`. docs/importers.md §10: an opaque tool that plainly reports a workspace
 /// write is an `inferred` possible mutation, so no check before it is `current`. Reads,

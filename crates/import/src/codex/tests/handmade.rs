@@ -476,7 +476,7 @@ fn approvals_and_denials() {
     assert_eq!(interventions(e).len(), 3);
 }
 
-/// Observer integrity (issue 28): a rollout that marks its turns (`task_started`) but
+/// Observer integrity: a rollout that marks its turns (`task_started`) but
 /// ends without `task_complete`, after "Now running the tests.", was given
 /// `agent_reported_complete = true` and `stop_reason = completed` from its last words.
 /// docs/importers.md §10: "a claim only where the log shows the agent claiming it"; a
@@ -532,7 +532,7 @@ fn a_rollout_cut_inside_a_turn_claims_nothing() {
     assert_eq!(whole.package.episode.outcome.stop_reason, "completed");
 }
 
-/// Observer integrity (issue 28): Codex runs calls in parallel. A test that started
+/// Observer integrity: Codex runs calls in parallel. A test that started
 /// before a patch issued earlier had finished was bound after the patch and called
 /// `current`. importers-v1 §4: "an outcome that cannot be known counts as possibly
 /// changed: it can make a check stale, never current"; docs/importers.md §10 binds such a
