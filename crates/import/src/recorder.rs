@@ -1017,25 +1017,13 @@ impl Recorder {
     /// revision like any ok mutation: a check before it is never `current`
     /// (docs/importers.md §10).
     pub fn opaque(&mut self, call: Call) -> u64 {
-        if let Some(paths) = inferred_write(&call, self.workdir.as_deref()) {
-            let tool_seq = self.tools_record(&call, Grade::Observed);
-            self.action(
-                call.ts.as_deref(),
-                Grade::Inferred,
-                Effect { kind: "edit", paths: &paths, mutates: true, ok: true },
-                tool_seq,
-            );
-            self.opaque_calls += 1;
-            self.result_message(&call, tool_seq);
-            return tool_seq;
-        }
+        let written = inferred_write(&call, self.workdir.as_deref());
+        let (grade, effect) = match &written {
+            Some(paths) => (Grade::Inferred, Effect { kind: "edit", paths, mutates: true, ok: true }),
+            None => (Grade::Observed, Effect { kind: "run", paths: &[], mutates: false, ok: true }),
+        };
         let tool_seq = self.tools_record(&call, Grade::Observed);
-        self.action(
-            call.ts.as_deref(),
-            Grade::Observed,
-            Effect { kind: "run", paths: &[], mutates: false, ok: true },
-            tool_seq,
-        );
+        self.action(call.ts.as_deref(), grade, effect, tool_seq);
         self.opaque_calls += 1;
         self.result_message(&call, tool_seq);
         tool_seq

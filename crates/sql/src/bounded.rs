@@ -145,10 +145,16 @@ fn built_bytes(growth: Growth, args: &[ColumnarValue], rows: usize) -> Result<u6
             let (text, from, to) = (arg(0)?, arg(1)?, arg(2)?);
             for row in 0..rows {
                 let (Some(t), Some(f)) = (text.text(row), from.text(row)) else { continue };
+                let to_bytes = to.bytes(row);
+                // A replacement no longer than its pattern cannot grow the text: no need
+                // to search it twice (here and in the built-in).
+                if !f.is_empty() && to_bytes <= f.len() as u64 {
+                    total = total.saturating_add(t.len() as u64);
+                    continue;
+                }
                 // `str::replace` with an empty pattern inserts between every character.
                 let hits = if f.is_empty() { t.chars().count() + 1 } else { t.matches(f).count() };
-                total =
-                    total.saturating_add(t.len() as u64).saturating_add((hits as u64).saturating_mul(to.bytes(row)));
+                total = total.saturating_add(t.len() as u64).saturating_add((hits as u64).saturating_mul(to_bytes));
             }
         }
         Growth::ArrayRepeat => {
