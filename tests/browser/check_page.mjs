@@ -10,7 +10,9 @@
 //             (navigate: a leaderboard page whose entries link to their episode lists
 //              with a.entry-episodes)
 //
-// env: PLAYWRIGHT_CORE  path to the playwright-core package (directory or entry file);
+// env: EPISTORE_WIDTH   window width in px (default 1280)
+//      EPISTORE_FIND    episode mode: type this into the step search and report the steps it keeps
+//      PLAYWRIGHT_CORE  path to the playwright-core package (directory or entry file);
 //                       default: import('playwright-core')
 //      CHROMIUM         Chromium executable; default /usr/bin/chromium
 //
@@ -35,6 +37,10 @@ if (!MODES.includes(mode) || !target || !shotArg) {
   process.exit(2);
 }
 const shotPath = resolve(shotArg);
+// EPISTORE_WIDTH: the window's width in px (default 1280; 400 for a phone)
+const WIDTH = Number(process.env.EPISTORE_WIDTH || 1280);
+// EPISTORE_FIND (episode mode): a query typed into the step search once the page is drawn
+const FIND = process.env.EPISTORE_FIND || "";
 
 function toUrl(t) {
   if (/^(file|https?):/i.test(t)) return t;
@@ -65,7 +71,7 @@ try {
   };
 
   browser = await launchChromium();
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
+  const context = await browser.newContext({ viewport: { width: WIDTH, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
   recordConsole(page, consoleMessages);
   page.on("pageerror", (err) => consoleMessages.push({ type: "pageerror", text: String(err && err.stack ? err.stack : err) }));
@@ -99,7 +105,7 @@ try {
   // no page is wider than the window (a long word in the data wraps), and no
   // bidirectional control reaches the text drawn (each shows as a marker)
   const docWidth = await page.evaluate(() => document.documentElement.scrollWidth);
-  if (docWidth > 1280 + 2) fail(`the page is ${docWidth} px wide in a 1280 px window`);
+  if (docWidth > WIDTH + 2) fail(`the page is ${docWidth} px wide in a ${WIDTH} px window`);
   const bodyText = await page.evaluate(() => document.body.innerText);
   if (/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/.test(bodyText)) fail("a bidirectional control character is drawn");
   // text that should never leak from a template
@@ -205,11 +211,38 @@ async function checkEpisode(page) {
   if (out.checks_total !== want.checks) fail(`#checks holds ${out.checks_total} rows, DATA has ${want.checks} checks`);
   if (out.checks.length > want.checks || (want.checks && !out.checks.length)) fail(`#checks displays ${out.checks.length} of ${want.checks} checks`);
 
-  // a deep link (#seq-N) opened its record on load
+  // a deep link (#seq-N) opened its record on load, and scrolled its step into view
   out.details_seq_on_load = await page.evaluate(() => {
     const d = document.getElementById("details");
     return d && d.hasAttribute("data-seq") ? Number(d.getAttribute("data-seq")) : null;
   });
+  out.step_on_load = await page.evaluate(() => {
+    const n = document.querySelector("#steps .step.is-selected");
+    if (!n) return null;
+    const b = n.getBoundingClientRect(), l = document.getElementById("steps").getBoundingClientRect();
+    return { seq: Number(n.getAttribute("data-seq")), in_view: b.top < window.innerHeight && b.bottom > 0 && b.top < l.bottom && b.bottom > l.top };
+  });
+  // the step list: every step drawn so far, with its text
+  const readSteps = () => page.evaluate(() => {
+    const l = document.getElementById("steps");
+    if (!l) return null;
+    return {
+      total: Number(l.getAttribute("data-total")),
+      shown: Number(l.getAttribute("data-shown")),
+      drawn: [...l.querySelectorAll(".step")].map((n) => ({ seq: Number(n.getAttribute("data-seq")), kind: n.getAttribute("data-kind"), text: n.innerText.slice(0, 4000) })),
+      marks: l.querySelectorAll("mark").length,
+      count: (document.getElementById("step-count") || {}).textContent ?? null,
+    };
+  });
+  out.steps = await readSteps();
+  if (!out.steps) fail("no #steps");
+  if (FIND) {
+    await page.fill("#step-search", FIND);
+    await page.waitForFunction((q) => document.getElementById("steps").getAttribute("data-query") === q, FIND, { timeout: 5_000 })
+      .catch(() => fail("the step search did not run"));
+    out.find = { query: FIND, ...(await readSteps()) };
+    delete out.find.total;
+  }
   // click the first check mark (agent/human lane; else the oracle lane) and read #details
   const mark = (await page.$('#timeline .mark[data-lane="checks"]')) || (await page.$('#timeline .mark[data-lane="oracle"]'));
   if (mark) {

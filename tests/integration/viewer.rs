@@ -48,6 +48,11 @@ pub(crate) fn browser() -> (String, String) {
 
 /// `tests/browser/check_page.mjs MODE URL SCREENSHOT`: its JSON summary.
 fn check_page(mode: &str, url: &str, screenshot: &str) -> Value {
+    check_page_with(mode, url, screenshot, &[])
+}
+
+/// [`check_page`] with environment for the script (`EPISTORE_WIDTH`, `EPISTORE_FIND`).
+fn check_page_with(mode: &str, url: &str, screenshot: &str, env: &[(&str, &str)]) -> Value {
     let (chromium, playwright) = browser();
     let shot = repo_root().join("target").join(screenshot);
     let out = Command::new("node")
@@ -55,6 +60,7 @@ fn check_page(mode: &str, url: &str, screenshot: &str) -> Value {
         .args([mode, url, shot.to_str().unwrap()])
         .env("CHROMIUM", chromium)
         .env("PLAYWRIGHT_CORE", playwright)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(out.status.success(), "check_page {mode} {url}: {}{}", text(&out.stdout), text(&out.stderr));
@@ -688,6 +694,66 @@ fn an_imported_sessions_first_screen_shows_the_task_and_the_agents_last_message(
         let head: String = want.chars().take(700).collect();
         assert!(got.starts_with(head.trim_end()) || got == want, "{column}: {got:?} is not {want:?}");
         assert_eq!(block["first_screen"], true, "{column} is below the first screen: {summary}");
+    }
+}
+
+/// A real Claude Code session (the counter fix that wrote CHANGELOG.md after its
+/// passing test) read from its page: the step list holds the failing test's output and
+/// the `Edit`'s diff as the log has them, the edit names the check it made stale, the
+/// evidence summary names the change behind the stale posture, the search finds a phrase
+/// of a tool output, and a link to a step opens it, at laptop and at phone width.
+#[test]
+#[cfg_attr(not(epistore_browser), ignore = "needs Chromium and playwright-core (.ci/run installs them)")]
+fn a_sessions_steps_show_output_diffs_and_why_a_check_is_stale() {
+    let store = TestStore::new();
+    let session = repo_root().join("tests/fixtures/real/claude-code/generated/projects");
+    let out = store.run(&["import", "--quiet", session.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = store.sql("SELECT episode_id FROM episodes")[0]["episode_id"].as_str().unwrap().to_string();
+    let (path, data) = show_html(&store, &id);
+    assert_eq!(data["verdicts"]["posture"], "stale", "the session's last passing test came before CHANGELOG.md");
+    // From the log: the Bash call `python3 test_counter.py` (seq 14) printed the
+    // assertion, and the Edit of counter.py (seq 26) replaced `range(1, n)`.
+    let edit_seq = store.sql(&format!(
+        "SELECT t.seq FROM tools t JOIN actions a ON a.episode_id = t.episode_id AND a.tool_seq = t.seq \
+         WHERE t.episode_id = '{id}' AND t.tool = 'Edit'"
+    ))[0]["seq"]
+        .as_u64()
+        .unwrap();
+    for (width, shot) in [("1400", "steps-laptop.png"), ("400", "steps-phone.png")] {
+        let summary = check_page_with(
+            "episode",
+            &format!("{}#seq-{edit_seq}", file_url(&path)),
+            shot,
+            &[("EPISTORE_WIDTH", width), ("EPISTORE_FIND", "AssertionError")],
+        );
+        let steps = &summary["steps"];
+        let drawn = steps["drawn"].as_array().unwrap();
+        assert_eq!(steps["total"].as_u64().unwrap() as usize, drawn.len(), "a short run is drawn whole: {steps}");
+        let step = |pred: &dyn Fn(&str) -> bool| drawn.iter().find(|s| pred(s["text"].as_str().unwrap())).cloned();
+        let failing =
+            step(&|t| t.contains("python3 test_counter.py") && t.contains("exit 1")).expect("the failing test");
+        assert!(failing["text"].as_str().unwrap().contains("AssertionError: [1, 2]"), "{failing}");
+        let edit = drawn.iter().find(|s| s["seq"].as_u64() == Some(edit_seq)).expect("the Edit's step");
+        let edit_text = edit["text"].as_str().unwrap();
+        for line in ["-    return list(range(1, n))", "+    return list(range(1, n + 1))", "made stale:"] {
+            assert!(edit_text.contains(line), "{line:?} not in {edit_text}");
+        }
+        assert!(drawn
+            .iter()
+            .any(|s| s["kind"] == "person" && s["text"].as_str().unwrap().contains("count_up_to(n) should include n")));
+        let cause = summary["summary"].as_str().unwrap();
+        assert!(
+            cause.contains("Changed after the last passing check") && cause.contains("CHANGELOG.md (create, seq"),
+            "{cause}"
+        );
+        assert_eq!(summary["step_on_load"]["seq"].as_u64(), Some(edit_seq), "{summary}");
+        assert_eq!(summary["step_on_load"]["in_view"], true, "{summary}");
+        // The search keeps the one step whose output has the phrase, and marks it.
+        let find = &summary["find"];
+        let kept: Vec<u64> = find["drawn"].as_array().unwrap().iter().map(|s| s["seq"].as_u64().unwrap()).collect();
+        assert_eq!(kept, vec![failing["seq"].as_u64().unwrap()], "{find}");
+        assert!(find["marks"].as_u64().unwrap() >= 1 && find["count"].as_str().unwrap().starts_with("1 of"), "{find}");
     }
 }
 

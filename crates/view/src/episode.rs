@@ -186,13 +186,14 @@ fn trace_records(e: &Episode, id: &str, links: &Links) -> Value {
     json!({
         "actions": each(&e.actions, |a| record(&a.common, json!({
             "kind": a.kind, "paths": a.paths, "summary": a.summary, "mutates": a.mutates, "ok": a.ok,
-            "tool_seq": a.tool_seq, "advances_revision": a.advances_revision(),
+            "tool_seq": a.tool_seq, "advances_revision": a.advances_revision(), "diff": a.diff,
         }))),
         "tools": each(&e.tools, |t| record(&t.common, json!({
             "tool": t.tool, "command": t.command, "exit_code": t.exit_code, "duration_ms": t.duration_ms,
             "timed_out": t.timed_out, "failure_type": t.failure_type, "recorded_failure_type": t.recorded_failure_type,
             "recovered_by": t.recovered_by, "output": t.output,
             "output_href": t.output.as_deref().and_then(|p| links.file(id, p)),
+            "output_text": t.output_text, "output_bytes": t.output_bytes,
         }))),
         "context": each(&e.context, |c| record(&c.common, json!({
             "artifact": c.artifact, "kind": c.kind, "purpose": c.purpose, "used": c.used,
@@ -216,6 +217,12 @@ fn trace_records(e: &Episode, id: &str, links: &Links) -> Value {
         }))),
         "entropy": each(&e.entropy, |f| record(&f.common, json!({
             "category": f.category, "severity": f.severity, "phase": f.phase, "path": f.path, "note": f.note,
+        }))),
+        // The conversation (package revision 1.2): drawn in the step list, not as a lane.
+        "messages": each(&e.messages, |m| record(&m.common, json!({
+            "role": m.role, "author": m.author, "text": m.text, "reasoning": m.reasoning,
+            "tool_call_id": m.tool_call_id, "tool": m.tool, "arguments": m.arguments, "tool_seq": m.tool_seq,
+            "is_error": m.is_error, "tokens_in": m.tokens_in, "tokens_out": m.tokens_out, "model": m.model,
         }))),
     })
 }
