@@ -537,6 +537,74 @@ fn ui_needs_a_token_beyond_loopback() {
     assert_eq!(ui.request("GET", "/", &["Cookie: epistore_ui_token=s3cret"]).0, 200);
 }
 
+/// `/episodes`: the store-wide list whose address is its filters. Each filter keeps
+/// exactly the episodes SQL keeps for it (field values, "not recorded", the run's
+/// content through the search index); the index links each row into it; a search
+/// query that does not parse is said on the page, a bad value is a 400.
+#[test]
+fn the_episode_list_filters_by_field_and_content_in_its_address() {
+    let store = TestStore::new();
+    let logs = repo_root().join("tests/fixtures/real/claude-code");
+    assert!(store.run(&["import", "--quiet", logs.to_str().unwrap()]).status.success());
+    let pop = store.synth(40, 3);
+    assert!(store.ingest(&[&pop]).status.success());
+    let ui = Ui::start(&store, &[]);
+    let list = |query: &str| {
+        let (status, body) = ui.get(&format!("/episodes?{query}&format=json"));
+        assert_eq!(status, 200, "{query}: {body}");
+        let doc: Value = serde_json::from_str(&body).unwrap();
+        let mut ids: Vec<String> =
+            doc["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
+        ids.sort();
+        (ids, doc)
+    };
+    let sql_ids = |condition: &str| {
+        let mut ids: Vec<String> = store
+            .sql(&format!("SELECT episode_id FROM episodes WHERE {condition}"))
+            .iter()
+            .map(|r| r["episode_id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let all = sql_ids("true");
+    assert_eq!(list("").0, all);
+    for (query, condition) in [
+        ("posture=stale", "posture = 'stale'"),
+        ("source_format=claude-code", "source_format = 'claude-code'"),
+        ("source_format=null&posture=failure", "source_format IS NULL AND posture = 'failure'"),
+        ("label=null", "label IS NULL"),
+        ("claim=yes&correct=null", "agent_reported_complete AND correct IS NULL"),
+        ("q=AssertionError", "episode_id IN (SELECT episode_id FROM tools WHERE output_text LIKE '%AssertionError%')"),
+    ] {
+        let (ids, doc) = list(query);
+        let want = sql_ids(condition);
+        assert!(!want.is_empty() && want.len() < all.len(), "{query}: a filter that tells nothing: {}", want.len());
+        assert_eq!(ids, want, "{query}");
+        assert_eq!(doc["counts"]["episodes"].as_u64().unwrap() as usize, want.len(), "{query}");
+    }
+    let (ids, doc) = list("limit=3");
+    assert_eq!((ids.len(), &doc["truncated"], &doc["counts"]["episodes"]), (3, &json!(true), &json!(all.len())));
+    // A query the search index refuses is said on the page; a bad value is the request's fault.
+    let (ids, doc) = list("q=%22unclosed");
+    assert!(ids.is_empty() && doc["query"]["error"].as_str().unwrap().contains("search query refused"), "{doc}");
+    assert_eq!(ui.get("/episodes?claim=maybe").0, 400);
+    assert_eq!(ui.get("/episodes?limit=0").0, 400);
+    // The index groups imported sessions by model, level and source, each row a link
+    // that reproduces its list.
+    let (_, body) = ui.get("/?format=json");
+    let index: Value = serde_json::from_str(&body).unwrap();
+    let groups = index["cells"].as_array().unwrap();
+    assert!(groups.len() < all.len(), "{groups:?}");
+    let total: u64 = groups.iter().map(|g| g["episodes"].as_u64().unwrap()).sum();
+    assert_eq!(total as usize, all.len());
+    for g in groups {
+        let href = g["href"].as_str().unwrap();
+        let (ids, _) = list(href.trim_start_matches("/episodes?"));
+        assert_eq!(ids.len() as u64, g["episodes"].as_u64().unwrap(), "{href}");
+    }
+}
+
 /// Index -> cell -> episode over the running server, in Chromium: two clicks from the
 /// index to the H3 timeline.
 #[test]

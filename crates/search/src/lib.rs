@@ -108,7 +108,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 pub use check::{check_index, index_files};
-pub use search::{search, Hit, SearchOptions};
+pub use search::{check_query, search, Hit, SearchOptions};
 pub use write::write_index;
 
 /// The longest query accepted, in bytes.

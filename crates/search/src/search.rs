@@ -114,6 +114,14 @@ pub fn search(dirs: &[PathBuf], query: &str, options: &SearchOptions) -> Result<
     Ok(hits)
 }
 
+/// Whether `query` would be run: the checks [`search`] makes before it opens any index
+/// (length, nesting, tantivy's parser), for a caller that wants to say what is wrong
+/// with a query before it builds anything on it.
+pub fn check_query(query: &str) -> Result<()> {
+    let (schema, fields) = schema();
+    parse(&schema, &fields, query).map(|_| ())
+}
+
 /// A searcher of the index in `dir`, opened read-only.
 pub(crate) fn open_searcher(dir: &Path) -> Result<Searcher> {
     let index = open_index(dir)?;

@@ -5,6 +5,8 @@
 //! - `/leaderboards/{metric}?by=KEYS&where=COND`: a leaderboard as `leaderboard --format
 //!   html` draws it, each entry linked to `/leaderboards/{metric}/entries/{n}?...`;
 //! - `/cell?model=&harness_level=&task=`: a cell's episodes;
+//! - `/episodes?model=&...&q=`: every episode matching field filters and a full-text
+//!   query, the filters in the address;
 //! - `/episodes/{id}`: an episode page; `/episodes/{id}/files/{path}`: one file of its
 //!   package, byte for byte.
 //!
@@ -27,6 +29,7 @@ use axum::routing::get;
 use axum::Router;
 use epistore_leaderboard::{BoardLinks, Leaderboard, Spec};
 use epistore_package::{hex, Hash};
+use epistore_sql::episode_list::{EpisodeQuery, Known};
 use epistore_sql::{format_batches, Engine, Format};
 use epistore_store::Store;
 use epistore_view::{encode, episode_doc, index_doc, list_doc, list_rows, message_doc, render, FilePolicy, Links};
@@ -47,8 +50,8 @@ pub struct UiSettings {
     pub allowed_hosts: Vec<String>,
 }
 
-/// Cells listed on the index page, at most.
-const INDEX_CELLS: usize = 5_000;
+/// Groups (model, level, source format) listed on the index page, at most.
+const INDEX_GROUPS: usize = 2_000;
 /// Leaderboards kept built (each is a bootstrap over the store).
 const BOARD_CACHE: usize = 16;
 const TOKEN_COOKIE: &str = "epistore_ui_token";
@@ -259,29 +262,48 @@ async fn index(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, Strin
     let columns: Vec<&str> = keys.iter().copied().chain(epistore_sql::HEADLINE.iter().copied()).collect();
     let rows: Vec<Value> =
         headline.iter().map(|r| Value::Array(columns.iter().map(|c| r[*c].clone()).collect())).collect();
-    let cells = ui
+    // The index stays small at any number of cells: one row per model, level and source
+    // format (imported sessions are a cell each), linked to the list of its episodes.
+    let groups = ui
         .query(&format!(
-            "SELECT model, harness_level, task, \"cluster\", count(*) AS episodes FROM episodes \
-             GROUP BY model, harness_level, task, \"cluster\" ORDER BY model, harness_level, task LIMIT {}",
-            INDEX_CELLS + 1
+            "SELECT model, harness_level, source_format, count(DISTINCT task) AS tasks, count(*) AS episodes \
+             FROM episodes GROUP BY model, harness_level, source_format \
+             ORDER BY model, harness_level, source_format NULLS FIRST LIMIT {}",
+            INDEX_GROUPS + 1
         ))
         .await?;
-    let truncated = cells.len() > INDEX_CELLS;
-    let cells: Vec<Value> = cells
+    let truncated = groups.len() > INDEX_GROUPS;
+    let groups: Vec<Value> = groups
         .into_iter()
-        .take(INDEX_CELLS)
-        .map(|mut c| {
-            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-            c["href"] = json!(Links::Server.cell(&s("model"), &s("harness_level"), &s("task")));
-            c
+        .take(INDEX_GROUPS)
+        .map(|mut g| {
+            let mut href = String::from("/episodes?");
+            for key in ["model", "harness_level", "source_format"] {
+                let value = g[key].as_str().unwrap_or("null");
+                href.push_str(&format!("{}{key}={}", if key == "model" { "" } else { "&" }, encode(value)));
+            }
+            g["href"] = json!(href);
+            g
         })
         .collect();
-    let episodes: i64 = ui.query("SELECT count(*) AS n FROM episodes").await?[0]["n"].as_i64().unwrap_or(0);
+    let headline_hrefs: Vec<Value> = headline
+        .iter()
+        .map(|r| {
+            let s = |k: &str| encode(r[k].as_str().unwrap_or("null"));
+            json!(format!("/episodes?model={}&harness_level={}", s("model"), s("harness_level")))
+        })
+        .collect();
+    let counts = ui
+        .query("SELECT count(*) AS n, count(DISTINCT concat_ws('\u{1f}', model, harness_level, task)) AS cells FROM episodes")
+        .await?;
+    let episodes = counts[0]["n"].as_i64().unwrap_or(0);
+    let cells = counts[0]["cells"].as_i64().unwrap_or(0);
     let boards: Vec<Value> = epistore_sql::intervals::families()
         .iter()
-        .flat_map(|f| &f.metrics)
-        .map(|m| {
+        .flat_map(|f| f.metrics.iter().map(move |m| (f, m)))
+        .map(|(f, m)| {
             json!({
+                "family": f.view,
                 "metric": m.name,
                 "description": m.description,
                 "href": format!("/leaderboards/{}?by=model", encode(&m.name)),
@@ -291,13 +313,15 @@ async fn index(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, Strin
     let snapshot = ui.engine().await?.snapshot_seq;
     let store = json!({
         "episodes": episodes,
-        "cells": cells.len(),
-        "cells_truncated": truncated,
+        "cells": cells,
+        "groups_truncated": truncated,
+        "list_href": "/episodes",
         "snapshot": snapshot,
         // The folder's name only: a page may be shared, the machine's paths are not.
         "dir": ui.store.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
     });
-    Ok(live_page(index_doc(store, json!({"columns": columns, "rows": rows}), cells, boards), snapshot, &q))
+    let headline = json!({"columns": columns, "rows": rows, "hrefs": headline_hrefs});
+    Ok(live_page(index_doc(store, headline, groups, boards), snapshot, &q))
 }
 
 /// `by` and `where` of a leaderboard's query string.
@@ -380,6 +404,111 @@ async fn cell(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String
     let nav = Links::Server.nav(&[(&title, None)]);
     let subtitle = format!("{} episodes in this cell (superseded imports left out, as SQL does).", rows.len());
     Ok(live_page(list_doc(&title, Some(&subtitle), nav, rows, false), seq, &q))
+}
+
+/// Rows an episode list shows by default, and at most (`?limit=`).
+const LIST_ROWS: usize = 5_000;
+const LIST_ROWS_MAX: usize = 20_000;
+/// Values offered per filter field.
+const FACET_VALUES: usize = 500;
+/// The fields of `/episodes` that filter, in the order a page names them.
+const LIST_FIELDS: [&str; 9] =
+    ["model", "harness_level", "task", "source_format", "posture", "label", "claim", "correct", "q"];
+
+/// The filters of `/episodes?...`: empty values are no filter; `null` is "not recorded"
+/// for the fields that may be; `claim` and `correct` take `yes`, `no` or `null`.
+fn episode_query(q: &BTreeMap<String, String>) -> std::result::Result<EpisodeQuery, Failure> {
+    let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty()).map(str::to_string);
+    let known = |k: &str| get(k).map(|v| if v == "null" { Known::NotRecorded } else { Known::Is(v) });
+    let known_bool = |k: &str| -> std::result::Result<Option<Known<bool>>, Failure> {
+        match get(k).as_deref() {
+            None => Ok(None),
+            Some("yes" | "true") => Ok(Some(Known::Is(true))),
+            Some("no" | "false") => Ok(Some(Known::Is(false))),
+            Some("null") => Ok(Some(Known::NotRecorded)),
+            Some(other) => Err(bad_request(format!("?{k}={other}: give yes, no or null"))),
+        }
+    };
+    Ok(EpisodeQuery {
+        model: get("model"),
+        harness_level: get("harness_level"),
+        task: get("task"),
+        source_format: known("source_format"),
+        posture: get("posture"),
+        label: known("label"),
+        claim: known_bool("claim")?,
+        correct: known_bool("correct")?,
+        text: get("q"),
+    })
+}
+
+/// `/episodes?model=&harness_level=&task=&source_format=&posture=&label=&claim=&correct=&q=&limit=`:
+/// every episode of the store that matches, in one list whose address is its filters.
+/// A full-text query that does not parse is said on the page, with no rows.
+async fn episodes(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String>>) -> Answer {
+    let query = episode_query(&q)?;
+    let limit = match q.get("limit").map(|l| l.trim()).filter(|l| !l.is_empty()) {
+        None => LIST_ROWS,
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=LIST_ROWS_MAX).contains(n))
+            .ok_or_else(|| bad_request(format!("?limit={l}: give a number from 1 to {LIST_ROWS_MAX}")))?,
+    };
+    let facets = ui.query(&epistore_sql::episode_list::facets_sql(FACET_VALUES)).await?;
+    let refused = query.text.as_deref().and_then(|t| epistore_sql::search::check_query(t).err());
+    let (rows, total) = match refused {
+        Some(_) => (vec![], 0),
+        None => {
+            let rows = ui.query(&query.rows_sql(limit + 1)).await?;
+            (rows, ui.query(&query.count_sql()).await?[0]["n"].as_u64().unwrap_or(0))
+        }
+    };
+    let error = refused.map(|e| e.to_string());
+    let truncated = rows.len() > limit;
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .take(limit)
+        .map(|mut r| {
+            r["href"] = json!(r["id"].as_str().and_then(|id| Links::Server.episode(id)));
+            r
+        })
+        .collect();
+    let given: Vec<(&str, String)> = LIST_FIELDS
+        .iter()
+        .filter_map(|k| q.get(*k).map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| (*k, v.to_string())))
+        .collect();
+    let title = "Episodes";
+    let subtitle = if given.is_empty() {
+        "Every episode of the store (superseded imports left out, as SQL does).".to_string()
+    } else {
+        format!(
+            "Episodes where {}.",
+            given
+                .iter()
+                .map(|(k, v)| if *k == "q" { format!("the run's content matches {v:?}") } else { format!("{k} = {v}") })
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let nav = Links::Server.nav(&[(title, None)]);
+    let mut doc = list_doc(title, Some(&subtitle), nav, rows, truncated);
+    doc["counts"]["episodes"] = json!(total);
+    let mut facet_values = serde_json::Map::new();
+    for f in facets {
+        let field = f["field"].as_str().unwrap_or_default().to_string();
+        let entry = facet_values.entry(field).or_insert_with(|| json!([]));
+        entry.as_array_mut().unwrap().push(json!({"value": f["value"], "episodes": f["episodes"]}));
+    }
+    doc["query"] = json!({
+        "action": "/episodes",
+        "given": given.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "facets": facet_values,
+        "error": error,
+        "limit": limit,
+    });
+    let seq = ui.engine().await?.snapshot_seq;
+    Ok(live_page(doc, seq, &q))
 }
 
 async fn episode(State(ui): State<Arc<Ui>>, Path(id): Path<String>) -> Answer {
@@ -524,6 +653,7 @@ pub async fn serve_ui(
         .route("/leaderboards/{metric}", get(leaderboard))
         .route("/leaderboards/{metric}/entries/{n}", get(entry))
         .route("/cell", get(cell))
+        .route("/episodes", get(episodes))
         .route("/episodes/{id}", get(episode))
         .route("/episodes/{id}/files/{*path}", get(file))
         .fallback(fallback)

@@ -9,6 +9,7 @@ mod checked_arithmetic;
 mod checked_sum;
 mod cluster_ci;
 pub mod columnar;
+pub mod episode_list;
 mod error;
 pub mod export;
 pub mod intervals;

@@ -17,6 +17,7 @@ use datafusion::common::{plan_err, ScalarValue};
 use datafusion::datasource::MemTable;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::Expr;
+pub use epistore_search::check_query;
 use epistore_search::{Hit, SearchOptions};
 
 use crate::columnar::Segment;

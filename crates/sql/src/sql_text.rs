@@ -10,6 +10,11 @@ pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// `'text'`, with inner quotes doubled: a value as an SQL string literal.
+pub fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 /// Names quoted and joined with `, `, as a select list or GROUP BY wants them.
 pub fn quote_list<S: AsRef<str>>(names: &[S]) -> String {
     names.iter().map(|n| quote_ident(n.as_ref())).collect::<Vec<_>>().join(", ")

@@ -202,13 +202,14 @@ pub fn policy(data: &Value) -> &'static str {
 }
 
 /// The data of the index page: the store's headline figures and metrics (computed by
-/// the caller with SQL), its cells and the leaderboards on offer.
+/// the caller with SQL), its groups of cells (model, level, source format) and the
+/// leaderboards on offer.
 pub fn index_doc(store: Value, headline: Value, cells: Vec<Value>, leaderboards: Vec<Value>) -> Value {
     serde_json::json!({
         "kind": "index",
         "schema": SCHEMA,
         "generated_by": generated_by(),
-        "title": "epistore: episodes by cell",
+        "title": "epistore: episodes by model and level",
         "nav": [],
         "store": store,
         "headline": headline,
