@@ -2,7 +2,7 @@
 // Headless-Chromium check of a page rendered from crates/view/src/page.html.
 //
 // usage: node check_page.mjs MODE URL SCREENSHOT.png
-//   MODE      episode | list | index | navigate | timing | live
+//   MODE      episode | list | index | navigate | timing | live | compare
 //             (live: an index or list page served by `epistore ui`; after it renders,
 //              "rendered" goes to stderr, then the check waits, up to 60 s, for the page
 //              to draw a newer snapshot of the store by itself, and reports both)
@@ -30,7 +30,7 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { launchChromium, recordConsole } from "./playwright.mjs";
 
-const MODES = ["episode", "list", "index", "navigate", "timing", "live"];
+const MODES = ["episode", "list", "index", "navigate", "timing", "live", "compare"];
 const [mode, target, shotArg] = process.argv.slice(2);
 if (!MODES.includes(mode) || !target || !shotArg) {
   process.stderr.write(`usage: node check_page.mjs ${MODES.join("|")} URL SCREENSHOT.png\n`);
@@ -97,6 +97,7 @@ try {
   else if (mode === "index") result = await checkIndex(page);
   else if (mode === "navigate") result = await checkNavigate(page, url, waitRendered, kindOf);
   else if (mode === "live") result = await checkLive(page, waitRendered);
+  else if (mode === "compare") result = await checkCompare(page);
   else result = await checkTiming(page, loadWallMs);
 
   if (!["navigate", "timing", "live"].includes(mode) && result.kind !== mode) fail(`DATA.kind is ${JSON.stringify(result.kind)}, expected ${JSON.stringify(mode)}`);
@@ -257,6 +258,27 @@ async function checkEpisode(page) {
   } else {
     out.details = null;
   }
+  return out;
+}
+
+// compare: the aligned steps (rows, common prefix, first divergence) and the facts table
+async function checkCompare(page) {
+  const out = await page.evaluate(() => {
+    const D = window.EPISTORE_PAGE || {};
+    const t = document.getElementById("aligned");
+    const first = document.getElementById("first-divergence");
+    return {
+      kind: D.kind ?? null,
+      rows: t ? Number(t.getAttribute("data-rows")) : null,
+      common: t ? Number(t.getAttribute("data-common")) : null,
+      first: t ? Number(t.getAttribute("data-first")) : null,
+      first_row: first ? [...first.cells].map((c) => c.innerText.replace(/\s+/g, " ").trim()) : null,
+      divergence: (document.getElementById("divergence") || {}).innerText ?? null,
+      differ: [...document.querySelectorAll("#compare-facts tr.differ")].map((r) => r.getAttribute("data-field")),
+      links: [...document.querySelectorAll("#aligned a[href]")].length,
+    };
+  });
+  if (out.rows === null) fail("no #aligned table");
   return out;
 }
 

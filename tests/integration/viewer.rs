@@ -605,6 +605,68 @@ fn the_episode_list_filters_by_field_and_content_in_its_address() {
     }
 }
 
+/// Two episodes of one task side by side (`/compare`, linked from "same task, other
+/// cells"): the aligned steps share exactly the common prefix of what the two runs did
+/// (tool calls with their commands, edits, checks with their results, read from SQL),
+/// and the first divergence is the row after it.
+#[test]
+#[cfg_attr(not(epistore_browser), ignore = "needs Chromium and playwright-core (.ci/run installs them)")]
+fn two_episodes_of_a_task_compare_side_by_side_from_their_first_divergence() {
+    let store = TestStore::synthetic(60, 5);
+    let pair = store.sql(
+        "SELECT a.episode_id AS a, b.episode_id AS b FROM episodes a JOIN episodes b \
+         ON a.task = b.task AND a.harness_level = b.harness_level AND a.model < b.model \
+         WHERE a.harness_level = 'H3' ORDER BY a.episode_id, b.episode_id LIMIT 1",
+    );
+    let (a, b) = (pair[0]["a"].as_str().unwrap().to_string(), pair[0]["b"].as_str().unwrap().to_string());
+    // What each run did, in seq order, as the page aligns it.
+    let did = |id: &str| -> Vec<String> {
+        store
+            .sql(&format!(
+                "SELECT seq, 'tool ' || tool || ' ' || coalesce(command, '') AS s FROM tools WHERE episode_id = '{id}' \
+                 UNION ALL SELECT seq, 'check ' || check_id || ' ' || coalesce(result, '') FROM checks WHERE episode_id = '{id}' \
+                 UNION ALL SELECT seq, 'action ' || kind || ' ' || array_to_string(paths, ',') FROM actions \
+                 WHERE episode_id = '{id}' AND tool_seq IS NULL ORDER BY seq"
+            ))
+            .iter()
+            .map(|r| r["s"].as_str().unwrap().split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let (da, db) = (did(&a), did(&b));
+    let common = da.iter().zip(&db).take_while(|(x, y)| x == y).count();
+    assert!(common < da.len().min(db.len()), "the two runs must diverge somewhere");
+
+    let ui = Ui::start(&store, &[]);
+    let (_, body) = ui.get(&format!("/episodes/{a}"));
+    let page = page_data(&body);
+    let other = page["same_task"].as_array().unwrap().iter().find(|o| o["id"] == json!(b)).expect("b is a task-mate");
+    let href = other["compare_href"].as_str().unwrap();
+    assert_eq!(href, format!("/compare?a={a}&b={b}"));
+    let summary = check_page("compare", &format!("http://{}{href}", ui.addr), "compare-screenshot.png");
+    assert_eq!(summary["kind"], "compare");
+    assert_eq!(summary["common"].as_u64().unwrap() as usize, common, "{summary}");
+    assert_eq!(summary["first"].as_u64().unwrap() as usize, common, "{summary}");
+    let row = summary["first_row"].as_array().unwrap();
+    let seq_of = |id: &str, k: usize| {
+        store.sql(&format!(
+            "SELECT seq FROM (SELECT seq FROM tools WHERE episode_id = '{id}' UNION ALL SELECT seq FROM checks WHERE episode_id = '{id}' \
+             UNION ALL SELECT seq FROM actions WHERE episode_id = '{id}' AND tool_seq IS NULL) ORDER BY seq LIMIT 1 OFFSET {k}"
+        ))[0]["seq"]
+            .as_u64()
+            .unwrap()
+    };
+    // The divergent row names a step of A or of B at the first differing position.
+    let (ta, tb) = (row[1].as_str().unwrap(), row[2].as_str().unwrap());
+    assert!(
+        ta.starts_with(&format!("seq {} ", seq_of(&a, common)))
+            || tb.starts_with(&format!("seq {} ", seq_of(&b, common))),
+        "{row:?}"
+    );
+    assert!(summary["links"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(ui.get("/compare?a=nope&b=nope").0, 404);
+    assert_eq!(ui.get("/compare?a=1").0, 400);
+}
+
 /// Index -> cell -> episode over the running server, in Chromium: two clicks from the
 /// index to the H3 timeline.
 #[test]

@@ -7,6 +7,7 @@
 //! - `/cell?model=&harness_level=&task=`: a cell's episodes;
 //! - `/episodes?model=&...&q=`: every episode matching field filters and a full-text
 //!   query, the filters in the address;
+//! - `/compare?a=ID&b=ID`: two episodes side by side, aligned step by step;
 //! - `/episodes/{id}`: an episode page; `/episodes/{id}/files/{path}`: one file of its
 //!   package, byte for byte.
 //!
@@ -32,7 +33,9 @@ use epistore_package::{hex, Hash};
 use epistore_sql::episode_list::{EpisodeQuery, Known};
 use epistore_sql::{format_batches, Engine, Format};
 use epistore_store::Store;
-use epistore_view::{encode, episode_doc, index_doc, list_doc, list_rows, message_doc, render, FilePolicy, Links};
+use epistore_view::{
+    compare_doc, encode, episode_doc, index_doc, list_doc, list_rows, message_doc, render, FilePolicy, Links,
+};
 use serde_json::{json, Value};
 use tokio::sync::{Mutex, Semaphore};
 
@@ -511,6 +514,29 @@ async fn episodes(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, St
     Ok(live_page(doc, seq, &q))
 }
 
+/// `/compare?a=ID&b=ID` (ids or unique prefixes): two episodes side by side.
+async fn compare(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String>>) -> Answer {
+    let id = |k: &str| q.get(k).cloned().ok_or_else(|| bad_request(format!("a comparison needs `{k}`")));
+    let (a, b) = (id("a")?, id("b")?);
+    let store = ui.store.clone();
+    let doc = blocking(move || {
+        let snapshot = store.snapshot()?;
+        let resolve = |text: &str| match snapshot.resolve(text) {
+            Ok(id) => Ok(id),
+            Err(epistore_store::Error::Ambiguous { prefix, candidates, .. }) => Err(bad_request(format!(
+                "`{prefix}` matches {} episodes ({}, ...): give more of the id",
+                candidates.len(),
+                candidates.iter().take(3).map(|c| &c[..12.min(c.len())]).collect::<Vec<_>>().join(", ")
+            ))),
+            Err(_) => Err(not_found(format!("no episode {text} in this store"))),
+        };
+        let (a, b) = (resolve(&a)?, resolve(&b)?);
+        Ok(compare_doc(&snapshot, &a, &b, &Links::Server, FilePolicy::SERVER)?)
+    })
+    .await?;
+    Ok(page(StatusCode::OK, &doc))
+}
+
 async fn episode(State(ui): State<Arc<Ui>>, Path(id): Path<String>) -> Answer {
     let store = ui.store.clone();
     let doc = blocking(move || {
@@ -654,6 +680,7 @@ pub async fn serve_ui(
         .route("/leaderboards/{metric}/entries/{n}", get(entry))
         .route("/cell", get(cell))
         .route("/episodes", get(episodes))
+        .route("/compare", get(compare))
         .route("/episodes/{id}", get(episode))
         .route("/episodes/{id}/files/{*path}", get(file))
         .fallback(fallback)

@@ -96,6 +96,32 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
     }))
 }
 
+/// The data of the page comparing episodes `a` and `b` (the same task across models,
+/// levels or attempts): each one's page data, aligned and drawn side by side by the
+/// page's script.
+pub fn compare_doc(snapshot: &Snapshot, a: &Hash, b: &Hash, links: &Links, policy: FilePolicy) -> Result<Value> {
+    let side = |id: &Hash| -> Result<Value> {
+        let mut doc = episode_doc(snapshot, id, links, policy)?;
+        doc["href"] = json!(links.episode(&hex(id)));
+        Ok(doc)
+    };
+    let (da, db) = (side(a)?, side(b)?);
+    let short = |d: &Value| d["id"].as_str().map(|id| id[..12.min(id.len())].to_string()).unwrap_or_default();
+    let title = format!("{} vs {}", short(&da), short(&db));
+    Ok(json!({
+        "kind": "compare",
+        "schema": SCHEMA,
+        "generated_by": generated_by(),
+        "title": format!("Compare {title}"),
+        "nav": links.nav(&[
+            (&short(&da), links.episode(da["id"].as_str().unwrap_or_default())),
+            (&format!("compare with {}", short(&db)), None),
+        ]),
+        "a": da,
+        "b": db,
+    }))
+}
+
 /// The last component of a path as given (either separator), for a published page.
 fn last_component(path: &str) -> String {
     path.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or(path).to_string()
@@ -300,6 +326,7 @@ fn related_episodes(snapshot: &Snapshot, r: &EpisodeRecord, links: &Links) -> Re
         let Some(o) = snapshot.episode(&other)? else { continue };
         let id = hex(&other);
         list.push(json!({
+            "compare_href": links.compare(&hex(&r.id), &id),
             "id": id,
             "href": links.episode(&id),
             "model": o.manifest.model,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
-pub use episode::{episode_doc, FilePolicy};
+pub use episode::{compare_doc, episode_doc, FilePolicy};
 pub use list::{list_doc, list_rows, ListRow};
 
 /// The `schema` of every page's data.
@@ -107,6 +107,14 @@ impl Links {
                 encode(harness_level),
                 encode(task)
             )),
+            _ => None,
+        }
+    }
+
+    /// The page comparing two episodes side by side (server only).
+    pub fn compare(&self, a: &str, b: &str) -> Option<String> {
+        match self {
+            Links::Server => Some(format!("/compare?a={}&b={}", encode(a), encode(b))),
             _ => None,
         }
     }
