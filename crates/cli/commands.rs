@@ -788,7 +788,16 @@ pub(crate) fn leaderboard_spec(args: &LeaderboardArgs) -> epistore_leaderboard::
 pub fn leaderboard(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCode> {
     let spec = leaderboard_spec(args);
     let session = Session::open(store_dir)?;
-    let board = session.block_on(epistore_leaderboard::build(&session.engine, &spec))?;
+    let mut board = session.block_on(epistore_leaderboard::build(&session.engine, &spec))?;
+    if let Some(template) = &args.publish.episode_url {
+        board.links = Some(epistore_leaderboard::BoardLinks {
+            home: None,
+            entries: vec![None; board.entries.len()],
+            episode: template.clone(),
+            linked: None,
+            unlinked: None,
+        });
+    }
     let text = match args.format {
         BoardFormat::Md => epistore_leaderboard::to_markdown(&board)?,
         BoardFormat::Html => epistore_leaderboard::to_html(&board)?,

@@ -497,6 +497,27 @@ pub struct PublishArgs {
     /// Carry imported episodes' source logs (artifacts/source/) in the pages.
     #[arg(long, requires = "with_episodes")]
     with_sources: bool,
+    /// Trajectories hosted elsewhere: link every episode id to this URL, `{id}`
+    /// standing for the id (https://example.org/runs/{id}.html, or a relative path);
+    /// with --with-episodes no episode page is written.
+    #[arg(long, value_name = "TEMPLATE", value_parser = episode_url_template)]
+    episode_url: Option<String>,
+}
+
+/// `--episode-url`: a template with `{id}`, http(s) or relative (a `javascript:` or
+/// `file:` link is refused: the board is published).
+fn episode_url_template(text: &str) -> std::result::Result<String, String> {
+    if !text.contains("{id}") {
+        return Err("the template needs {id} where the episode id goes, e.g. https://example.org/runs/{id}.html".into());
+    }
+    if let Some((scheme, _)) = text.split_once(':') {
+        let is_scheme = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+        if is_scheme && !["http", "https"].contains(&scheme.to_ascii_lowercase().as_str()) {
+            return Err(format!("links may be http, https or relative, not {scheme}:"));
+        }
+    }
+    Ok(text.to_string())
 }
 
 /// Bootstrap settings shared by `metrics --ci`, `leaderboard` and `compare`.

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use epistore_leaderboard::{BoardLinks, Leaderboard};
 use epistore_package::parse_hex;
 use epistore_store::Snapshot;
-use epistore_view::{episode_doc, render, FilePolicy, Links};
+use epistore_view::{episode_doc, render, render_static, static_assets, FilePolicy, Links};
 
 use crate::commands::{leaderboard_spec, open_read, open_read_with_runtime, progress_bar, Session};
 use crate::{BoardFormat, LeaderboardArgs, ShowArgs, UiArgs};
@@ -98,31 +98,53 @@ pub fn publish_board(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCod
     let session = Session::open(store_dir)?;
     let mut board = session.block_on(epistore_leaderboard::build(&session.engine, &spec))?;
     let snapshot = session.store.snapshot()?;
-    let chosen = chosen_episodes(&mut board, &snapshot, args.publish.max_episodes)?;
+    let external = args.publish.episode_url.clone();
+    // Episodes hosted elsewhere get no page here: every id links out.
+    let chosen = match external {
+        Some(_) => Vec::new(),
+        None => chosen_episodes(&mut board, &snapshot, args.publish.max_episodes)?,
+    };
     let written: Arc<HashSet<String>> = Arc::new(chosen.iter().cloned().collect());
-    board.links = Some(BoardLinks {
-        home: None,
-        entries: (0..board.entries.len()).map(|i| Some(format!("entries/{i}.html"))).collect(),
-        episode: "episodes/{id}.html".into(),
-        linked: Some(
-            board.entries.iter().map(|e| e.episode_ids.iter().take_while(|id| written.contains(*id)).count()).collect(),
-        ),
+    let entries = (0..board.entries.len()).map(|i| Some(format!("entries/{i}.html"))).collect();
+    board.links = Some(match &external {
+        Some(template) => {
+            BoardLinks { home: None, entries, episode: template.clone(), linked: None, unlinked: None }
+        }
+        None => BoardLinks {
+            home: None,
+            entries,
+            episode: "episodes/{id}.html".into(),
+            linked: Some(
+                board.entries.iter().map(|e| e.episode_ids.iter().take_while(|id| written.contains(*id)).count()).collect(),
+            ),
+            unlinked: Some(format!(
+                "no page published: --max-episodes {} (each entry gets a share, failures and label disagreements first)",
+                args.publish.max_episodes
+            )),
+        },
     });
 
     let staging = sibling(out, "epistore-staging");
     if staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
     }
-    for dir in ["entries", "episodes"] {
+    for dir in ["entries", "episodes", "assets"] {
         std::fs::create_dir_all(staging.join(dir)).with_context(|| format!("creating {}", staging.display()))?;
     }
     write_whole(&staging.join("index.html"), &epistore_leaderboard::to_html(&board)?)?;
-    let links = Links::Static { depth: 1, written: written.clone() };
+    // The template's script and style once, shared by every page of the folder.
+    for (name, content) in static_assets() {
+        std::fs::write(staging.join("assets").join(&name), content).with_context(|| format!("writing {name}"))?;
+    }
+    let links = match external {
+        Some(template) => Links::External { depth: 1, template: template.into() },
+        None => Links::Static { depth: 1, written: written.clone() },
+    };
     write_entry_lists(&snapshot, &board, &links, &staging)?;
     let bar = progress_bar(false, chosen.len() as u64, "episode pages");
     for id in &chosen {
         let hash = parse_hex(id).with_context(|| format!("bad episode id {id} on the board"))?;
-        let page = render(&episode_doc(&snapshot, &hash, &links, policy(args.publish.with_sources))?)?;
+        let page = render_static(&episode_doc(&snapshot, &hash, &links, policy(args.publish.with_sources))?, 1)?;
         std::fs::write(staging.join(format!("episodes/{id}.html")), page)
             .with_context(|| format!("writing the page of {id}"))?;
         bar.inc(1);
@@ -143,7 +165,7 @@ pub fn publish_board(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCod
 fn write_entry_lists(snapshot: &Snapshot, board: &Leaderboard, links: &Links, dir: &Path) -> Result<()> {
     for i in 0..board.entries.len() {
         let doc = epistore_leaderboard::entry_list(board, i, snapshot, links, None)?.expect("an entry of the board");
-        std::fs::write(dir.join(format!("entries/{i}.html")), render(&doc)?)
+        std::fs::write(dir.join(format!("entries/{i}.html")), render_static(&doc, 1)?)
             .with_context(|| format!("writing the list of entry {i}"))?;
     }
     Ok(())

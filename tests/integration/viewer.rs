@@ -298,6 +298,85 @@ fn published_board_links_entries_to_episode_pages() {
         }
     }
     assert!(!dir.with_file_name("site.epistore-staging").exists());
+    // The board says why the other ids have no link.
+    let board = page_data(&std::fs::read_to_string(dir.join("index.html")).unwrap());
+    assert!(board["links"]["unlinked"].as_str().unwrap().contains("--max-episodes 10"), "{}", board["links"]);
+}
+
+/// A published folder's pages share one copy of the template's script and style
+/// (`assets/`, named by content), so the folder grows by the data alone; each page
+/// points at them, and no page repeats them.
+#[test]
+fn published_pages_share_the_templates_script_and_style() {
+    let store = TestStore::synthetic(60, 5);
+    let (dir, _) = publish(&store, &[]);
+    let assets: Vec<String> = std::fs::read_dir(dir.join("assets"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(assets.len(), 2, "{assets:?}");
+    let script = assets.iter().find(|a| a.ends_with(".js")).unwrap();
+    let js = std::fs::read_to_string(dir.join("assets").join(script)).unwrap();
+    assert!(js.contains("function renderEpisode") && js.contains("function el("), "the shared script is the page's");
+    let mut pages = 0;
+    for entry in walk(&dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "html")) {
+        if entry.ends_with("index.html") {
+            continue;
+        }
+        let html = std::fs::read_to_string(&entry).unwrap();
+        assert!(
+            html.contains(&format!("src=\"../assets/{script}\"")),
+            "{} does not load the shared script",
+            entry.display()
+        );
+        assert!(!html.contains("function renderEpisode"), "{} repeats the template", entry.display());
+        page_data(&html);
+        pages += 1;
+    }
+    assert!(pages > 60, "{pages} pages");
+}
+
+/// `--episode-url`: trajectories hosted elsewhere. Every id of the board and of the
+/// entry lists links to the template with the id in place, no episode page is written;
+/// a single-file board links the same way, and a template that is not http(s) or
+/// relative is refused.
+#[test]
+fn episode_ids_link_to_trajectories_hosted_elsewhere() {
+    let store = TestStore::synthetic(40, 5);
+    let template = "https://example.org/runs/{id}.html";
+    let (dir, _) = publish(&store, &["--episode-url", template]);
+    assert_eq!(std::fs::read_dir(dir.join("episodes")).unwrap().count(), 0);
+    let board = page_data(&std::fs::read_to_string(dir.join("index.html")).unwrap());
+    assert_eq!(board["links"]["episode"], template);
+    assert_eq!(board["links"]["linked"], Value::Null);
+    let list = page_data(&std::fs::read_to_string(dir.join("entries/0.html")).unwrap());
+    for row in list["rows"].as_array().unwrap() {
+        assert_eq!(
+            row["href"].as_str().unwrap(),
+            format!("https://example.org/runs/{}.html", row["id"].as_str().unwrap())
+        );
+    }
+    let single = store.dir.path().join("board.html");
+    let out = store.run(&[
+        "leaderboard",
+        "--metric",
+        "sound_completion",
+        "--format",
+        "html",
+        "--replicates",
+        "100",
+        "--episode-url",
+        template,
+        "--out",
+        single.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(page_data(&std::fs::read_to_string(&single).unwrap())["links"]["episode"], template);
+    for bad in ["javascript:alert({id})", "file:///runs/{id}", "https://example.org/runs/"] {
+        let out = store.run(&["leaderboard", "--metric", "sound_completion", "--format", "html", "--episode-url", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("--episode-url"), "{}", text(&out.stderr));
+    }
 }
 
 /// Board -> an entry's episodes -> an episode page -> back, in Chromium; the counts on

@@ -60,7 +60,7 @@ pub fn entry_list(
     }
     steps.push((&entry.label, None));
     let published = rows.iter().filter(|r| r["href"].is_string()).count();
-    let subtitle = if published < rows.len() && matches!(links, epistore_view::Links::Static { .. }) {
+    let subtitle = if published < rows.len() && links.is_static() {
         // Every id without a link says why.
         format!(
             "The {} episodes behind this entry's score. Pages were published for {published} of them \
@@ -125,6 +125,9 @@ pub struct BoardLinks {
     /// Per entry, how many of its leading `episode_ids` have a page (a static folder
     /// is bounded by `--max-episodes`); `None`: all of them.
     pub linked: Option<Vec<usize>>,
+    /// Why the ids past `linked` have no page, said on the board beside them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlinked: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -361,6 +361,7 @@ async fn leaderboard(
             .collect(),
         episode: "/episodes/{id}".into(),
         linked: None,
+        unlinked: None,
     });
     Ok(html(epistore_leaderboard::to_html(&board)?))
 }

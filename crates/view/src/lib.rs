@@ -57,6 +57,9 @@ pub enum Links {
     /// page being rendered sits; only episodes in `written` are linked, so a published
     /// folder has no dead links.
     Static { depth: usize, written: Arc<HashSet<String>> },
+    /// A static folder whose episodes are hosted elsewhere (`--episode-url`): every
+    /// episode links to `template` with `{id}` replaced; home is the folder's board.
+    External { depth: usize, template: Arc<str> },
     /// A page on its own (`show --format html`): no links.
     None,
 }
@@ -82,8 +85,14 @@ impl Links {
             Links::Static { depth, written } => {
                 written.contains(id).then(|| format!("{}episodes/{id}.html", Self::up(*depth)))
             }
+            Links::External { template, .. } => Some(template.replace("{id}", &encode(id))),
             Links::None => None,
         }
+    }
+
+    /// A page of a published folder (its ids link within it or to `--episode-url`).
+    pub fn is_static(&self) -> bool {
+        matches!(self, Links::Static { .. } | Links::External { .. })
     }
 
     /// One file of an episode's package, served as it was ingested (server only: a
@@ -123,7 +132,9 @@ impl Links {
     pub fn home(&self) -> Option<String> {
         match self {
             Links::Server => Some("/".into()),
-            Links::Static { depth, .. } => Some(format!("{}index.html", Self::up(*depth))),
+            Links::Static { depth, .. } | Links::External { depth, .. } => {
+                Some(format!("{}index.html", Self::up(*depth)))
+            }
             Links::None => None,
         }
     }
@@ -131,7 +142,7 @@ impl Links {
     /// The breadcrumb of a page: home, then the given steps.
     pub fn nav(&self, steps: &[(&str, Option<String>)]) -> Value {
         let home = match self {
-            Links::Static { .. } => "Leaderboard",
+            Links::Static { .. } | Links::External { .. } => "Leaderboard",
             _ => "Index",
         };
         let mut nav: Vec<Value> = Vec::new();
@@ -186,6 +197,67 @@ pub fn render(data: &Value) -> Result<String> {
     ))
 }
 
+/// A page of a published folder, with the template's style and script in shared files
+/// ([`static_assets`], under `assets/` at the folder's root, `depth` folders up): the
+/// page holds its data and a few lines of markup, so a thousand pages do not carry a
+/// thousand copies of the template.
+pub fn render_static(data: &Value, depth: usize) -> Result<String> {
+    let parts = Parts::get();
+    let title = data.get("title").and_then(Value::as_str).unwrap_or("epistore");
+    let up = "../".repeat(depth);
+    let head =
+        parts.head.replacen(PAGE_POLICY, STATIC_POLICY, 1).replacen("EPISTORE_PAGE_TITLE", &escape_html(title), 1);
+    Ok(format!(
+        "{head}<link rel=\"stylesheet\" href=\"{up}assets/{css}\">\n</head>\n{body}<script>\nconst DATA = {data};\nwindow.EPISTORE_PAGE = DATA;\n</script>\n<script src=\"{up}assets/{js}\"></script>\n</body>\n</html>\n",
+        css = parts.css_name,
+        js = parts.js_name,
+        body = parts.body,
+        data = script_json(data)?,
+    ))
+}
+
+/// The shared files of a published folder, (name under `assets/`, content). Each name
+/// carries a hash of its content, so a page never runs with another build's script.
+pub fn static_assets() -> Vec<(String, String)> {
+    let parts = Parts::get();
+    vec![(parts.css_name.clone(), parts.css.to_string()), (parts.js_name.clone(), parts.js.clone())]
+}
+
+/// The template cut where a page with shared assets is cut: what comes before its
+/// style, the style, the markup between style and script, and the script after the
+/// lines that declare the data.
+struct Parts {
+    head: &'static str,
+    css: &'static str,
+    css_name: String,
+    body: &'static str,
+    js: String,
+    js_name: String,
+}
+
+impl Parts {
+    fn get() -> &'static Parts {
+        static PARTS: std::sync::OnceLock<Parts> = std::sync::OnceLock::new();
+        PARTS.get_or_init(|| {
+            const DATA_LINES: &str = "const DATA = /*EPISTORE_PAGE_DATA*/null;\nwindow.EPISTORE_PAGE = DATA;\n";
+            let cut = |text: &'static str, marker: &str| -> (&'static str, &'static str) {
+                let at = text.find(marker).unwrap_or_else(|| panic!("page.html has no {marker:?}"));
+                (&text[..at], &text[at + marker.len()..])
+            };
+            let (head, rest) = cut(TEMPLATE, "<style>\n");
+            let (css, rest) = cut(rest, "</style>\n</head>\n");
+            let (body, rest) = cut(rest, "<script>\n");
+            let (_, rest) = cut(rest, DATA_LINES);
+            let (script, _) = cut(rest, "</script>\n</body>");
+            let js = with_dom_helpers(script);
+            let named = |stem: &str, ext: &str, content: &str| {
+                format!("{stem}-{}.{ext}", &blake3::hash(content.as_bytes()).to_hex()[..12])
+            };
+            Parts { head, css, css_name: named("page", "css", css), body, js_name: named("page", "js", &js), js }
+        })
+    }
+}
+
 /// The pages' content security policy, as the template's `<meta>` has it: a page may run
 /// its own inline script and style and nothing else (no fetch, no frame, no image but
 /// data URLs). A server sends the same in its header ([`policy`]).
@@ -199,6 +271,10 @@ pub const PAGE_POLICY: &str = page_policy!();
 /// serves, following the store as it grows): it may also ask its own server, and only
 /// it, for the snapshot and its data again.
 pub const LIVE_POLICY: &str = concat!(page_policy!(), "; connect-src 'self'");
+/// A published page's ([`render_static`]): its own inline data, and the folder's shared
+/// script and style, nothing else.
+const STATIC_POLICY: &str =
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src data:";
 
 /// The policy of a page with this data.
 pub fn policy(data: &Value) -> &'static str {
