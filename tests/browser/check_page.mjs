@@ -212,6 +212,19 @@ async function checkEpisode(page) {
   if (out.checks_total !== want.checks) fail(`#checks holds ${out.checks_total} rows, DATA has ${want.checks} checks`);
   if (out.checks.length > want.checks || (want.checks && !out.checks.length)) fail(`#checks displays ${out.checks.length} of ${want.checks} checks`);
 
+  // the key columns of the checks table (result, state) lie within the window's width
+  // on every row, however narrow the window (no column out of sight)
+  out.key_cells_out_of_sight = await page.evaluate(() => {
+    const out = [];
+    document.querySelectorAll("#checks tr.check-row").forEach((tr) => {
+      for (const label of ["result", "state"]) {
+        const td = tr.querySelector(`td[data-label="${label}"]`);
+        const b = td && td.getBoundingClientRect();
+        if (!td || b.left < 0 || b.right > window.innerWidth + 1 || b.width === 0) out.push(`${tr.getAttribute("data-check-id") || "?"}: ${label}`);
+      }
+    });
+    return out;
+  });
   // a deep link (#seq-N) opened its record on load, and scrolled its step into view
   out.details_seq_on_load = await page.evaluate(() => {
     const d = document.getElementById("details");

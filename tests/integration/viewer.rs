@@ -956,6 +956,7 @@ fn a_sessions_steps_show_output_diffs_and_why_a_check_is_stale() {
             cause.contains("Changed after the last passing check") && cause.contains("CHANGELOG.md (create, seq"),
             "{cause}"
         );
+        assert_eq!(summary["key_cells_out_of_sight"], json!([]), "at {width} px: {summary}");
         assert_eq!(summary["step_on_load"]["seq"].as_u64(), Some(edit_seq), "{summary}");
         assert_eq!(summary["step_on_load"]["in_view"], true, "{summary}");
         // The search keeps the one step whose output has the phrase, and marks it.
