@@ -45,7 +45,9 @@ let browser;
 try {
   browser = await launchChromium();
   summary.browser = browser.version();
-  const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, deviceScaleFactor: 1 });
+  // EPISTORE_WIDTH: the window's width in px (default 1200; 400 for a phone)
+  const width = Number(process.env.EPISTORE_WIDTH || 1200);
+  const context = await browser.newContext({ viewport: { width, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
 
   recordConsole(page, consoleMessages);
@@ -95,6 +97,18 @@ try {
     const sortedA = [...labels0].sort().join("\u0000");
     const sortedB = [...dataLabels].sort().join("\u0000");
     if (sortedA !== sortedB) fail(`row labels ${JSON.stringify(labels0)} do not match entry labels ${JSON.stringify(dataLabels)}`);
+    // value, interval and tie group lie within the window on every row (no column out of sight)
+    summary.key_cells_out_of_sight = await page.$$eval("table#leaderboard > tbody > tr", (trs) => {
+      const out = [];
+      for (const tr of trs) {
+        for (const label of ["value", "interval", "tie group"]) {
+          const td = tr.querySelector(`td[data-label="${label}"]`);
+          const b = td && td.getBoundingClientRect();
+          if (!td || b.left < 0 || b.right > window.innerWidth + 1 || b.width === 0) out.push(`${tr.getAttribute("data-label")}: ${label}`);
+        }
+      }
+      return out;
+    });
     // initial order follows rank
     const rankOf = new Map(entries.map((e) => [String(e.label), e.rank]));
     const initRanks = labels0.map((l) => rankOf.get(l));

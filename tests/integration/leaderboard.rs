@@ -262,22 +262,27 @@ fn leaderboard_page_renders_in_headless_chromium() {
     let store = synthetic_store(200);
     let page = store.dir.path().join("board.html");
     written_board(&store, &["--metric", "sound_completion"], "html", &page);
-    let screenshot = repo_root().join("target/leaderboard-screenshot.png");
-    let check = std::process::Command::new("node")
-        .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
-        .arg(&page)
-        .arg(&screenshot)
-        .env("CHROMIUM", &chromium)
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .output()
-        .unwrap();
-    assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
-    let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
-    assert_eq!(summary["ok"], json!(true));
-    assert_eq!(summary["rows"], json!(4));
-    assert_eq!(summary["console"], json!([]));
-    assert!(summary["revision_series"].as_u64().unwrap() > 0);
-    assert!(std::fs::metadata(&screenshot).unwrap().len() > 10_000);
+    // At laptop and at phone width: every row's value, interval and tie group in sight.
+    for width in ["1200", "400"] {
+        let screenshot = repo_root().join(format!("target/leaderboard-screenshot-{width}.png"));
+        let check = std::process::Command::new("node")
+            .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
+            .arg(&page)
+            .arg(&screenshot)
+            .env("CHROMIUM", &chromium)
+            .env("PLAYWRIGHT_CORE", &playwright)
+            .env("EPISTORE_WIDTH", width)
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
+        let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+        assert_eq!(summary["ok"], json!(true));
+        assert_eq!(summary["rows"], json!(4));
+        assert_eq!(summary["console"], json!([]));
+        assert_eq!(summary["key_cells_out_of_sight"], json!([]), "at {width} px");
+        assert!(summary["revision_series"].as_u64().unwrap() > 0);
+        assert!(std::fs::metadata(&screenshot).unwrap().len() > 10_000);
+    }
 }
 
 /// Every shipped view returns as many rows to `count(*)` as to `SELECT *`, and a
