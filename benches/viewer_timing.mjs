@@ -28,7 +28,7 @@ try {
     const D = window.EPISTORE_PAGE || {};
     return {
       rendered_ms: m ? Math.round(m.startTime) : null,
-      rows: Array.isArray(D.rows) ? D.rows.length : null,
+      rows: D.table && Array.isArray(D.table.rows) ? D.table.rows.length : Array.isArray(D.rows) ? D.rows.length : null,
       first_row_drawn: !!document.querySelector("#episodes tbody tr.episode-row"),
       steps_total: (() => { const l = document.getElementById("steps"); return l ? Number(l.getAttribute("data-total")) : null; })(),
       steps_drawn: document.querySelectorAll("#steps .step").length,

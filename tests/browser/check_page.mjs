@@ -305,7 +305,12 @@ async function checkList(page) {
     };
   });
   const kind = await page.evaluate(() => (window.EPISTORE_PAGE && window.EPISTORE_PAGE.kind) || null);
-  const want = await page.evaluate(() => (window.EPISTORE_PAGE && Array.isArray(window.EPISTORE_PAGE.rows) ? window.EPISTORE_PAGE.rows.length : 0));
+  const want = await page.evaluate(() => {
+    const D = window.EPISTORE_PAGE || {};
+    // a long list comes as a table: column names once, a list of values per row
+    if (D.table && Array.isArray(D.table.rows)) return D.table.rows.length;
+    return Array.isArray(D.rows) ? D.rows.length : 0;
+  });
   const total = await page.evaluate(() => { const t = document.getElementById("episodes"); return t && t.hasAttribute("data-rows-total") ? Number(t.getAttribute("data-rows-total")) : null; });
   const s0 = await state();
   // all rows, unless the table displays only its first ones (data-rows-total says how many it holds)
