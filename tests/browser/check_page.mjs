@@ -236,6 +236,10 @@ async function checkEpisode(page) {
     const b = n.getBoundingClientRect(), l = document.getElementById("steps").getBoundingClientRect();
     return { seq: Number(n.getAttribute("data-seq")), in_view: b.top < window.innerHeight && b.bottom > 0 && b.top < l.bottom && b.bottom > l.top };
   });
+  // the steps in the window as loaded (the first screen, when the URL has no #seq)
+  out.steps_in_view = await page.evaluate(() => [...document.querySelectorAll("#steps .step")]
+    .filter((n) => { const b = n.getBoundingClientRect(); return b.top < window.innerHeight && b.bottom > 0; })
+    .map((n) => Number(n.getAttribute("data-seq"))));
   // the step list: every step drawn so far, with its text
   const readSteps = () => page.evaluate(() => {
     const l = document.getElementById("steps");

@@ -949,6 +949,20 @@ fn a_sessions_steps_show_output_diffs_and_why_a_check_is_stale() {
     ))[0]["seq"]
         .as_u64()
         .unwrap();
+    // The first screen at laptop size reads the run up to the failing test: the task,
+    // the claim and the test's step (its output beginning at the fold or above).
+    let first = check_page_with("episode", &file_url(&path), "steps-first-screen.png", &[("EPISTORE_WIDTH", "1400")]);
+    let failing_seq = store
+        .sql(&format!("SELECT seq FROM tools WHERE episode_id = '{id}' AND exit_code = 1 ORDER BY seq LIMIT 1"))[0]
+        ["seq"]
+        .as_u64()
+        .unwrap();
+    let in_view: Vec<u64> = first["steps_in_view"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
+    assert!(
+        in_view.contains(&failing_seq),
+        "the failing test (seq {failing_seq}) is below the first screen: {in_view:?}"
+    );
+    assert!(first["run_text"].as_array().unwrap().iter().all(|b| b["first_screen"] == json!(true)), "{first}");
     for (width, shot) in [("1400", "steps-laptop.png"), ("400", "steps-phone.png")] {
         let summary = check_page_with(
             "episode",
