@@ -141,10 +141,22 @@ pub fn publish_board(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCod
         None => Links::Static { depth: 1, written: written.clone() },
     };
     write_entry_lists(&snapshot, &board, &links, &staging)?;
+    // The breadcrumb of an episode page: the board, the first entry (in rank order) the
+    // episode stands behind, the episode.
+    let mut entry_of: std::collections::HashMap<&str, (usize, &str)> = std::collections::HashMap::new();
+    for (i, entry) in board.entries.iter().enumerate() {
+        for id in &entry.episode_ids {
+            entry_of.entry(id.as_str()).or_insert((i, entry.label.as_str()));
+        }
+    }
     let bar = progress_bar(false, chosen.len() as u64, "episode pages");
     for id in &chosen {
         let hash = parse_hex(id).with_context(|| format!("bad episode id {id} on the board"))?;
-        let page = render_static(&episode_doc(&snapshot, &hash, &links, policy(args.publish.with_sources))?, 1)?;
+        let mut doc = episode_doc(&snapshot, &hash, &links, policy(args.publish.with_sources))?;
+        if let Some((i, label)) = entry_of.get(id.as_str()) {
+            doc["nav"] = links.nav(&[(label, Some(format!("../entries/{i}.html"))), (&id[..12.min(id.len())], None)]);
+        }
+        let page = render_static(&doc, 1)?;
         std::fs::write(staging.join(format!("episodes/{id}.html")), page)
             .with_context(|| format!("writing the page of {id}"))?;
         bar.inc(1);

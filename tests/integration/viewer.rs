@@ -283,6 +283,18 @@ fn published_board_links_entries_to_episode_pages() {
             assert!(dir.join("entries").join(href).exists(), "{href}");
         }
     }
+    // The breadcrumb of an episode page: the board, an entry it stands behind, the episode.
+    let first = entries[0]["episode_ids"][0].as_str().unwrap();
+    let page = page_data(&std::fs::read_to_string(dir.join(format!("episodes/{first}.html"))).unwrap());
+    let nav: Vec<(String, Value)> = page["nav"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["label"].as_str().unwrap().to_string(), n["href"].clone()))
+        .collect();
+    assert_eq!(nav.len(), 3, "{nav:?}");
+    assert_eq!(nav[0].1, json!("../index.html"));
+    assert_eq!((nav[1].0.as_str(), &nav[1].1), (entries[0]["label"].as_str().unwrap(), &json!("../entries/0.html")));
     let pages = std::fs::read_dir(dir.join("episodes")).unwrap().count();
     assert_eq!(pages as i64, store.episode_count());
 
