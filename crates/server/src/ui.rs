@@ -63,6 +63,9 @@ struct Ui {
     settings: UiSettings,
     session: Mutex<Option<Arc<Engine>>>,
     boards: Mutex<HashMap<String, Arc<Leaderboard>>>,
+    /// The episode list's filter values, for the snapshot they were read at (they do
+    /// not depend on the filters).
+    facets: Mutex<Option<(u64, Arc<Vec<Value>>)>>,
     permits: Semaphore,
 }
 
@@ -182,10 +185,20 @@ impl Ui {
 
     async fn query(&self, sql: &str) -> std::result::Result<Vec<Value>, Failure> {
         let batches = self.engine().await?.query(sql).await?;
-        match serde_json::from_str(&format_batches(&batches, Format::Json)?)? {
-            Value::Array(rows) => Ok(rows),
-            _ => Err(Failure(StatusCode::INTERNAL_SERVER_ERROR, "query result is not a list".into())),
+        Ok(epistore_view::rows_from_json(&format_batches(&batches, Format::Json)?)?)
+    }
+
+    /// The episode list's filter values, read once per snapshot.
+    async fn facets(&self) -> std::result::Result<Arc<Vec<Value>>, Failure> {
+        let seq = self.engine().await?.snapshot_seq;
+        if let Some((at, facets)) = self.facets.lock().await.as_ref() {
+            if *at == seq {
+                return Ok(facets.clone());
+            }
         }
+        let facets = Arc::new(self.query(&epistore_sql::episode_list::facets_sql(FACET_VALUES)).await?);
+        *self.facets.lock().await = Some((seq, facets.clone()));
+        Ok(facets)
     }
 
     /// A leaderboard, built once per (metric, keys, filter, snapshot).
@@ -460,14 +473,14 @@ async fn episodes(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, St
             .ok_or_else(|| bad_request(format!("?limit={l}: give a number from 1 to {LIST_ROWS_MAX}")))?,
     };
     let refused = query.text.as_deref().and_then(|t| epistore_sql::search::check_query(t).err());
-    // The three queries run at once (the rows, how many match, the filter values).
-    let (facets, rows, total) = match refused {
-        Some(_) => (ui.query(&epistore_sql::episode_list::facets_sql(FACET_VALUES)).await?, vec![], 0),
+    let facets = ui.facets().await?;
+    // The rows and how many match, at once.
+    let (rows, total) = match refused {
+        Some(_) => (vec![], 0),
         None => {
-            let (facets_sql, rows_sql, count_sql) =
-                (epistore_sql::episode_list::facets_sql(FACET_VALUES), query.rows_sql(limit + 1), query.count_sql());
-            let (facets, rows, count) = tokio::join!(ui.query(&facets_sql), ui.query(&rows_sql), ui.query(&count_sql));
-            (facets?, rows?, count?[0]["n"].as_u64().unwrap_or(0))
+            let (rows_sql, count_sql) = (query.rows_sql(limit + 1), query.count_sql());
+            let (rows, count) = tokio::join!(ui.query(&rows_sql), ui.query(&count_sql));
+            (rows?, count?[0]["n"].as_u64().unwrap_or(0))
         }
     };
     let error = refused.map(|e| e.to_string());
@@ -509,10 +522,15 @@ async fn episodes(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, St
     let nav = Links::Server.nav(&[(title, None)]);
     let mut doc = list_doc(title, Some(&subtitle), nav, Vec::new(), truncated);
     doc.as_object_mut().expect("a page is an object").remove("rows");
-    doc["table"] = json!({"columns": columns, "rows": values});
+    // Built by moving the rows in (`json!` would copy all of them).
+    let table: serde_json::Map<String, Value> =
+        [("columns".to_string(), Value::from(columns)), ("rows".to_string(), Value::Array(values))]
+            .into_iter()
+            .collect();
+    doc["table"] = Value::Object(table);
     doc["counts"]["episodes"] = json!(total);
     let mut facet_values = serde_json::Map::new();
-    for f in facets {
+    for f in facets.iter() {
         let field = f["field"].as_str().unwrap_or_default().to_string();
         let entry = facet_values.entry(field).or_insert_with(|| json!([]));
         entry.as_array_mut().unwrap().push(json!({"value": f["value"], "episodes": f["episodes"]}));
@@ -683,6 +701,7 @@ pub async fn serve_ui(
         settings,
         session: Mutex::new(None),
         boards: Mutex::new(HashMap::new()),
+        facets: Mutex::new(None),
     });
     // The first session now, so a broken store fails at start, not at the first page.
     ui.engine().await.map_err(|f| epistore_sql::Error::Usage(f.1))?;
