@@ -109,9 +109,15 @@ try {
   if (docWidth > WIDTH + 2) fail(`the page is ${docWidth} px wide in a ${WIDTH} px window`);
   const bodyText = await page.evaluate(() => document.body.innerText);
   if (/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/.test(bodyText)) fail("a bidirectional control character is drawn");
-  // text that should never leak from a template
+  // text that should never leak from a template (outside what the data itself says: a
+  // run's messages and outputs may well contain "undefined")
+  const pageText = await page.evaluate(() => {
+    const c = document.body.cloneNode(true);
+    c.querySelectorAll("script, style, noscript, #steps, #sec-run, #details, pre, .diff").forEach((n) => n.remove());
+    return c.textContent;
+  });
   for (const bad of ["undefined", "NaN", "[object Object]", "EPISTORE_PAGE_"]) {
-    if (bodyText.includes(bad)) fail(`page text contains ${JSON.stringify(bad)}`);
+    if (pageText.includes(bad)) fail(`page text contains ${JSON.stringify(bad)}`);
   }
 
   await page.screenshot({ path: shotPath, fullPage: true });
@@ -236,6 +242,39 @@ async function checkEpisode(page) {
     const b = n.getBoundingClientRect(), l = document.getElementById("steps").getBoundingClientRect();
     return { seq: Number(n.getAttribute("data-seq")), in_view: b.top < window.innerHeight && b.bottom > 0 && b.top < l.bottom && b.bottom > l.top };
   });
+  // fit to width, when the timeline is wider than its view: after a click the whole
+  // run is in the view
+  // labels drawn in the timeline never overlap one another (checked as drawn, and fitted)
+  const overlaps = () => page.evaluate(() => {
+    const boxes = [...document.querySelectorAll("#timeline text.mk-stale, #timeline text.mk-bound, #timeline text.mk-verdict, #timeline text.edit-label")]
+      .filter((t) => t.getAttribute("visibility") !== "hidden")
+      .map((t) => ({ c: t.getAttribute("class"), b: t.getBoundingClientRect() }))
+      .filter((x) => x.b.width > 0);
+    let n = 0;
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i].b, b = boxes[j].b;
+      if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) n++;
+    }
+    return n;
+  });
+  out.label_overlaps = await overlaps();
+  if (out.label_overlaps) fail(`${out.label_overlaps} pairs of timeline labels overlap`);
+  const fitBtn = await page.$("#tl-fit:not([hidden])");
+  if (fitBtn) {
+    const widths = () => page.evaluate(() => {
+      const sc = document.querySelector("#timeline .tl-scroll"), svg = document.querySelector("#timeline svg.tl-svg");
+      return { view: sc.clientWidth, timeline: Number(svg.getAttribute("width")), marks: document.querySelectorAll("#timeline .mark").length };
+    });
+    const before = await widths();
+    await fitBtn.click();
+    const after = await widths();
+    out.fit = { before, after, label_overlaps: await overlaps() };
+    if (out.fit.label_overlaps) fail(`fitted: ${out.fit.label_overlaps} pairs of timeline labels overlap`);
+    if (after.timeline > after.view + 1) fail(`fit to width left the timeline ${after.timeline} px wide in a ${after.view} px view`);
+    await fitBtn.click();
+  } else {
+    out.fit = null;
+  }
   // the steps in the window as loaded (the first screen, when the URL has no #seq)
   out.steps_in_view = await page.evaluate(() => [...document.querySelectorAll("#steps .step")]
     .filter((n) => { const b = n.getBoundingClientRect(); return b.top < window.innerHeight && b.bottom > 0; })

@@ -1003,6 +1003,13 @@ fn a_sessions_steps_show_output_diffs_and_why_a_check_is_stale() {
             "{cause}"
         );
         assert_eq!(summary["key_cells_out_of_sight"], json!([]), "at {width} px: {summary}");
+        if width == "400" {
+            // Too narrow for the timeline: "Fit to width" draws the whole run in the view.
+            let fit = &summary["fit"];
+            assert!(fit["before"]["timeline"].as_u64() > fit["before"]["view"].as_u64(), "{fit}");
+            assert!(fit["after"]["timeline"].as_u64() <= fit["after"]["view"].as_u64().map(|v| v + 1), "{fit}");
+            assert_eq!(fit["after"]["marks"], fit["before"]["marks"], "{fit}");
+        }
         assert_eq!(summary["step_on_load"]["seq"].as_u64(), Some(edit_seq), "{summary}");
         assert_eq!(summary["step_on_load"]["in_view"], true, "{summary}");
         // The search keeps the one step whose output has the phrase, and marks it.
