@@ -884,13 +884,34 @@ impl Recorder {
         }
         let exit_grade = call.exit_code.map(|(_, g)| g).unwrap_or(Grade::Derived);
         let tool_seq = self.tools_record(call, exit_grade);
-        let analysis = shell::analyse(command, self.workdir.as_deref(), &self.declared);
+        // The call's own working directory, when its arguments name one (Codex's
+        // `workdir`): the command runs there, not necessarily in the workspace.
+        let call_dir = call.arguments.as_ref().and_then(|a| {
+            ["workdir", "cwd", "working_dir", "dir_path"].iter().find_map(|k| a.get(*k).and_then(Value::as_str))
+        });
+        let analysis = shell::analyse_in(command, self.workdir.as_deref(), call_dir, &self.declared);
         let exit = call.exit_code.map(|(c, _)| c);
         let rejected_edit = call.output.contains("Your proposed edit has introduced new syntax error");
         let mutations = analysis.segments.iter().filter(|s| matches!(s.kind, SegmentKind::Mutation { .. })).count();
         let mut any_action = false;
         for (i, seg) in analysis.segments.iter().enumerate() {
             match &seg.kind {
+                // A test run in another tree (another repository, a worktree elsewhere) is
+                // no evidence about this workspace: recorded as a run, not as a check
+                // (docs/importers.md §10).
+                SegmentKind::Check { .. } if seg.elsewhere => {
+                    self.action(
+                        call.ts.as_deref(),
+                        Grade::Derived,
+                        Effect { kind: "run", paths: &[], mutates: false, ok: true },
+                        tool_seq,
+                    );
+                    self.note(
+                        "a test ran in a directory outside the workspace: recorded as a run, not as a check of \
+                         the workspace",
+                    );
+                    any_action = true;
+                }
                 SegmentKind::Check { method, check_id } => {
                     let (result, grade) =
                         shell::check_result(&analysis, i, exit, exit_grade.name(), call.timed_out, &call.output);

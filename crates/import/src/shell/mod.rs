@@ -87,6 +87,10 @@ pub struct Segment {
     /// the joiner before this segment in the (flattened) command; None for the first
     pub before: Option<Joiner>,
     pub kind: SegmentKind,
+    /// The segment runs in a directory known to lie outside the workspace (after `cd
+    /// /srv/other`, or in a call whose working directory is elsewhere): a test there is
+    /// no evidence about the workspace.
+    pub elsewhere: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,8 +104,20 @@ pub struct Analysis {
 /// it (absolute paths outside it are outside the workspace; paths under /tmp, /dev, /proc, ~ or
 /// $HOME always are).
 pub fn analyse(command: &str, workdir: Option<&str>, declared: &Declared) -> Analysis {
+    analyse_in(command, workdir, None, declared)
+}
+
+/// [`analyse`] of a command run in directory `cwd` (a call's own working directory,
+/// absolute or relative to the workspace `workdir`) rather than in the workspace.
+pub fn analyse_in(command: &str, workdir: Option<&str>, cwd: Option<&str>, declared: &Declared) -> Analysis {
     let wd = workdir.map(norm_path).filter(|w| w.starts_with('/'));
-    let mut ctx = Ctx { cwd: wd.clone().map_or(Cwd::Unknown, Cwd::Known), workdir: wd };
+    let start = match (cwd.filter(|c| !c.trim().is_empty()), &wd) {
+        (Some(c), _) if c.starts_with('/') => Cwd::Known(norm_path(c)),
+        (Some(c), Some(w)) => Cwd::Known(norm_path(&format!("{w}/{c}"))),
+        (Some(_), None) => Cwd::Unknown,
+        (None, _) => wd.clone().map_or(Cwd::Unknown, Cwd::Known),
+    };
+    let mut ctx = Ctx { cwd: start, workdir: wd };
     let mut segments = Vec::new();
     let (editor, rest) = split_editor_block(command);
     let before = editor.as_ref().map(|_| Joiner::Seq);

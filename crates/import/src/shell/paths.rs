@@ -49,6 +49,17 @@ fn is_home(p: &str) -> bool {
 }
 
 impl Ctx {
+    /// Whether commands now run in a directory known to lie outside the workspace (a
+    /// known working directory, and a `cd` or the call's own directory elsewhere;
+    /// `~` counts as elsewhere). Unknown is not elsewhere.
+    pub(super) fn cwd_outside(&self) -> bool {
+        match (&self.cwd, &self.workdir) {
+            (Cwd::Home, Some(_)) => true,
+            (Cwd::Known(c), Some(w)) => !under(c, w),
+            _ => false,
+        }
+    }
+
     pub(super) fn inside(&self, p: &str) -> bool {
         if is_home(p) {
             return false;

@@ -133,6 +133,7 @@ pub(super) fn flatten(
                         piped: seg_piped,
                         before: seg_before,
                         kind: SegmentKind::Opaque,
+                        elsewhere: ctx.cwd_outside(),
                     });
                 }
                 continue;
@@ -159,6 +160,8 @@ pub(super) fn flatten(
             None => classify_segment(&raw, start, &text, ctx),
         };
         let head = cmd0.words[start..].to_vec();
+        // Where this segment runs: before its own `cd` takes effect.
+        let elsewhere = ctx.cwd_outside();
         if kind == SegmentKind::Inert {
             match head.first().map(String::as_str) {
                 Some("cd" | "pushd") => ctx.cd(&head[1..]),
@@ -166,7 +169,7 @@ pub(super) fn flatten(
                 _ => {}
             }
         }
-        out.push(Segment { text, head, piped: seg_piped, before: seg_before, kind });
+        out.push(Segment { text, head, piped: seg_piped, before: seg_before, kind, elsewhere });
     }
 }
 
@@ -204,6 +207,7 @@ pub(super) fn split_editor_block(command: &str) -> (Option<Segment>, &str) {
         piped: false,
         before: None,
         kind: SegmentKind::Mutation { kind: "edit", paths: Vec::new(), inside: true },
+        elsewhere: false,
     };
     (Some(seg), &t[end..])
 }

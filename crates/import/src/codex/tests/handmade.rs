@@ -613,3 +613,71 @@ fn a_test_overlapping_a_parallel_patch_is_not_current() {
     assert_eq!(e.checks.as_ref().unwrap()[0].bound_revision, 1);
     assert_eq!(e.derived.posture, "current");
 }
+
+/// Observer integrity (the benchmark's `elsewhere`): a test whose working directory is
+/// another repository (`workdir: /work/other`) was bound to the workspace's revision as
+/// if it tested it, and made the posture `current`. docs/importers.md §10: a test run in
+/// a directory outside the workspace is no evidence about it; it is recorded as a run,
+/// not as a check, and a note says so. The same test in the workspace (or in one of its
+/// subdirectories) is a check.
+#[test]
+fn a_test_in_another_tree_is_not_a_check_of_the_workspace() {
+    let line = |s: u32, ty: &str, payload: Value| json!({"timestamp": format!("2026-03-02T08:00:{s:02}.000Z"), "type": ty, "payload": payload});
+    let rollout = |workdir: &str| {
+        vec![
+            line(
+                0,
+                "session_meta",
+                json!({"id": "019c0000-0000-7000-8000-00000000d00d", "timestamp": "2026-03-02T08:00:00.000Z", "cwd": "/work/app", "originator": "codex_cli_rs", "cli_version": "0.98.0", "source": "cli"}),
+            ),
+            line(
+                1,
+                "turn_context",
+                json!({"cwd": "/work/app", "approval_policy": "never", "sandbox_policy": {"type": "workspace-write"}, "model": "gpt-5.2-codex"}),
+            ),
+            line(1, "event_msg", json!({"type": "task_started"})),
+            line(2, "event_msg", json!({"type": "user_message", "message": "Fix add()", "images": []})),
+            line(
+                3,
+                "response_item",
+                json!({"type": "function_call", "name": "apply_patch", "call_id": "p1", "arguments": json!({"input": "*** Begin Patch\n*** Update File: src/add.js\n@@\n-return a - b;\n+return a + b;\n*** End Patch"}).to_string()}),
+            ),
+            line(
+                4,
+                "event_msg",
+                json!({"type": "patch_apply_end", "call_id": "p1", "stdout": "Success. Updated the following files:\nM src/add.js\n", "stderr": "", "success": true}),
+            ),
+            line(4, "response_item", json!({"type": "function_call_output", "call_id": "p1", "output": "Success."})),
+            line(
+                5,
+                "response_item",
+                json!({"type": "function_call", "name": "shell_command", "call_id": "t1", "arguments": json!({"command": "npm test", "workdir": workdir}).to_string()}),
+            ),
+            line(
+                6,
+                "event_msg",
+                json!({"type": "exec_command_end", "call_id": "t1", "exit_code": 0, "stdout": "", "stderr": "", "aggregated_output": "Tests: 4 passed", "formatted_output": "", "duration": {"secs": 1, "nanos": 0}}),
+            ),
+            line(
+                6,
+                "response_item",
+                json!({"type": "function_call_output", "call_id": "t1", "output": "Exit code: 0\nOutput:\nTests: 4 passed"}),
+            ),
+            line(7, "event_msg", json!({"type": "task_complete", "last_agent_message": "Done."})),
+        ]
+    };
+    let import = |workdir: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        one(&[write(dir.path(), "rollout-2026-03-02T08-00-00-019c0000.jsonl", &rollout(workdir))], &Options::default())
+    };
+    let elsewhere = import("/work/other");
+    let e = &elsewhere.package.episode;
+    assert_eq!(e.checks.as_deref().map(<[_]>::len), Some(0), "{:?}", e.checks);
+    assert_eq!(e.derived.posture, "gap");
+    assert!(notes(&elsewhere).iter().any(|n| n.contains("outside the workspace")), "{:?}", notes(&elsewhere));
+    for inside in ["/work/app", "/work/app/packages/core", "packages/core"] {
+        let e = import(inside).package.episode;
+        assert_eq!(e.checks.as_deref().map(<[_]>::len), Some(1), "{inside}");
+        assert_eq!(e.derived.posture, "current", "{inside}");
+    }
+}

@@ -56,3 +56,21 @@ fn whitespace_normalisation() {
     assert_eq!(normalise_ws("  a \t b\n c  "), "a b c");
     assert_eq!(normalise_ws(""), "");
 }
+
+/// A segment after `cd` to a directory outside the workspace, or in a call run
+/// elsewhere, is marked `elsewhere`; inside (or unknown) it is not.
+#[test]
+fn segments_run_elsewhere() {
+    let marks = |cmd: &str, cwd: Option<&str>| -> Vec<bool> {
+        analyse_in(cmd, Some("/srv/app"), cwd, &Declared::default()).segments.iter().map(|s| s.elsewhere).collect()
+    };
+    assert_eq!(marks("pytest -q", None), [false]);
+    assert_eq!(marks("cd /srv/other && pytest -q", None), [false, true]);
+    assert_eq!(marks("cd sub && pytest -q", None), [false, false]);
+    assert_eq!(marks("cd ~ && pytest -q", None), [false, true]);
+    assert_eq!(marks("pytest -q", Some("/srv/other")), [true]);
+    assert_eq!(marks("pytest -q", Some("packages/core")), [false]);
+    assert_eq!(marks("cd /srv/app && pytest -q", Some("/srv/other")), [true, false]);
+    // No known workspace: nothing is known to be elsewhere.
+    assert!(analyse_in("cd /x && pytest", None, None, &Declared::default()).segments.iter().all(|s| !s.elsewhere));
+}

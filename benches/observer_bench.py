@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""Observer integrity: how often the derived posture, check freshness and completion
+claim are right, on transcripts with known truth and injected hazards.
+
+Each scenario is a short run written as abstract steps (edit, test, revert, an opaque
+write, ...), its truth computed from those steps by the contract's rules
+(docs/format.md §6: revisions, bound revisions, freshness, posture; importers-v1: a
+claim only where the log shows one), and the same steps written in the real shape of
+a source's log (Claude Code session JSONL, Codex rollout JSONL; shapes as in
+tests/fixtures/real/). Every scenario is imported with `epistore import` and what the
+store derives is compared with the truth.
+
+Hazards, one at a time and in pairs (deterministic from --seed):
+
+  verify_then_edit  a passing test, then an edit
+  final_fail        the last test fails
+  failed_edit       an edit the tool refused (no change: the test stays current)
+  missing_output    the last test's result is missing from the log
+  revert            `git checkout -- FILE` after the test
+  mcp_write         an MCP tool writes a workspace file after the test (Claude Code)
+  script_write      an opaque script writes after the test (`python3 scripts/...`)
+  suite_edit        the test file itself edited after the test
+  elsewhere         the only test runs in another repository (`cd /srv/other && ...`)
+  cut               the log stops after a tool call, mid-turn (no claim)
+  parallel          a patch and a test issued together, the patch ending after the
+                    test started (Codex)
+
+Reported per source: the posture confusion matrix (truth x derived), abstention
+(derived `unknown`), over-claims (derived `current` where the truth is not: the error
+that matters most), freshness of every matched check, and completion claims derived
+where the log shows none. With --check, exits 1 on any over-claim (posture, freshness
+or claim) and when a score falls below --baseline.
+
+    python3 benches/observer_bench.py --bin target/debug/epistore --per-hazard 4 --pairs 40
+"""
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+WS = "/srv/app"
+OTHER = "/srv/other"
+POSTURES = ["current", "stale", "failure", "gap", "unknown"]
+HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
+           "script_write", "suite_edit", "elsewhere", "cut", "parallel"]
+ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}}
+
+
+# --------------------------------------------------------------------------------------
+# scenarios and their truth
+# --------------------------------------------------------------------------------------
+
+def scenario(hazards, rng):
+    """Abstract steps: a fix and a passing test, then each hazard's steps, then the end."""
+    src = rng.choice(["src/app.py", "src/util.py"])
+    core = [("edit", src, True), ("test", WS, "pass")]
+    steps = list(core)
+    end = "claim"
+    for h in hazards:
+        if h == "verify_then_edit":
+            steps.append(("edit", src, True))
+        elif h == "final_fail":
+            steps.append(("test", WS, "fail"))
+        elif h == "failed_edit":
+            steps.append(("edit", src, False))
+        elif h == "missing_output":
+            steps += [("edit", src, True), ("test", WS, None)]
+        elif h == "revert":
+            steps.append(("revert", src))
+        elif h == "mcp_write":
+            steps.append(("mcp_write", "src/generated.py"))
+        elif h == "script_write":
+            steps.append(("script", "python3 scripts/update_fixtures.py"))
+        elif h == "suite_edit":
+            steps.append(("edit", "tests/test_app.py", True))
+        elif h == "elsewhere":
+            steps = [s if s[0] != "test" else ("test", OTHER, s[2]) for s in steps]
+        elif h == "cut":
+            end = "cut"
+        elif h == "parallel":
+            steps.append(("parallel", src, "pass"))
+    return steps, end
+
+
+def truth(steps, end):
+    """The contract's derivation over what happened (not over what a log shows)."""
+    rev, checks = 0, []
+    for s in steps:
+        kind = s[0]
+        if kind == "edit" and s[2]:
+            rev += 1
+        elif kind in ("revert", "mcp_write", "script"):
+            rev += 1
+        elif kind == "test":
+            # A test in another tree says nothing about this workspace's revisions.
+            checks.append({"bound": rev, "result": s[2], "elsewhere": s[1] != WS})
+        elif kind == "parallel":
+            # The test started before the patch ended: it may have run on the old code.
+            checks.append({"bound": rev, "result": s[2], "elsewhere": False})
+            rev += 1
+    final = rev
+    agent = [c for c in checks if not c["elsewhere"]]
+    on_final = [c for c in agent if c["bound"] == final]
+    if any(c["result"] == "fail" for c in on_final):
+        posture = "failure"
+    elif final > 0 and not any(c["result"] == "pass" for c in on_final) and any(c["bound"] < final for c in agent):
+        posture = "stale"
+    elif not agent:
+        posture = "gap"
+    elif any(c["result"] == "pass" for c in on_final):
+        posture = "current"
+    else:
+        posture = "unknown"
+    fresh = ["current" if c["bound"] == final else "stale" for c in agent]
+    return {"posture": posture, "final": final, "freshness": fresh, "claim": end == "claim"}
+
+
+# --------------------------------------------------------------------------------------
+# logs in the sources' shapes
+# --------------------------------------------------------------------------------------
+
+def session_id(i):
+    return f"00000000-0000-4000-8000-{i:012d}"
+
+
+def test_output(result):
+    return ("3 passed in 0.04s", 0) if result == "pass" else ("1 failed, 2 passed in 0.05s", 1)
+
+
+def claude_code(i, steps, end):
+    sid, lines, n, parent = session_id(i), [], [0], [None]
+
+    def add(kind, message, **extra):
+        n[0] += 1
+        uid = f"10000000-0000-4000-8000-{i:06d}{n[0]:06d}"
+        rec = {"parentUuid": parent[0], "isSidechain": False, "type": kind, "message": message, "uuid": uid,
+               "timestamp": f"2026-12-01T10:{n[0] // 60 % 60:02d}:{n[0] % 60:02d}.000Z", "sessionId": sid,
+               "cwd": WS, "version": "2.1.0", "userType": "external"}
+        rec.update(extra)
+        lines.append(json.dumps(rec))
+        parent[0] = uid
+
+    def call(name, args, result, is_error=False):
+        tid = f"toolu_{i:08d}{n[0]:08d}"
+        add("assistant", {"id": f"msg_{i}_{n[0]}", "type": "message", "role": "assistant", "model": "claude-bench",
+                          "content": [{"type": "tool_use", "id": tid, "name": name, "input": args}],
+                          "stop_reason": "tool_use"})
+        if result is not None:
+            add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": result,
+                                                      "is_error": is_error}]})
+
+    add("user", {"role": "user", "content": "Fix the bug in src/app.py so that the tests pass."})
+    for s in steps:
+        kind = s[0]
+        if kind == "edit":
+            path = f"{WS}/{s[1]}"
+            if s[2]:
+                call("Edit", {"file_path": path, "old_string": "x - 1", "new_string": "x + 1"},
+                     f"The file {path} has been updated successfully.")
+            else:
+                call("Edit", {"file_path": path, "old_string": "y - 1", "new_string": "y + 1"},
+                     "<tool_use_error>String to replace not found in file.</tool_use_error>", True)
+        elif kind == "test":
+            cmd = "python3 -m pytest -q tests" if s[1] == WS else f"cd {s[1]} && python3 -m pytest -q tests"
+            if s[2] is None:
+                call("Bash", {"command": cmd}, None)
+            else:
+                out, code = test_output(s[2])
+                call("Bash", {"command": cmd}, out if code == 0 else f"Exit code {code}\n{out}", code != 0)
+        elif kind == "revert":
+            call("Bash", {"command": f"git checkout -- {s[1]}"}, "")
+        elif kind == "mcp_write":
+            path = f"{WS}/{s[1]}"
+            call("mcp__filesystem__write_file", {"path": path, "content": "X = 1\n"}, f"Successfully wrote to {path}")
+        elif kind == "script":
+            call("Bash", {"command": s[1]}, "updated 3 files")
+    if end == "claim":
+        add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
+                          "content": [{"type": "text", "text": "Done: the tests pass."}], "stop_reason": "end_turn"})
+    return f"projects/-srv-app/{sid}.jsonl", "\n".join(lines) + "\n"
+
+
+def codex(i, steps, end):
+    sid, lines, ms = session_id(i), [], [0]
+
+    def at():
+        ms[0] += 1000
+        t = ms[0]
+        return f"2026-12-01T10:{t // 60000 % 60:02d}:{t // 1000 % 60:02d}.{t % 1000:03d}Z"
+
+    def line(ty, payload, ts=None):
+        lines.append(json.dumps({"timestamp": ts or at(), "type": ty, "payload": payload}))
+
+    def shell(cid, cmd, workdir, result, ts_call=None, ts_end=None):
+        line("response_item", {"type": "function_call", "name": "shell_command", "call_id": cid,
+                               "arguments": json.dumps({"command": cmd, "workdir": workdir})}, ts_call)
+        if result is None:
+            return
+        out, code = result
+        end_ts = ts_end or at()
+        line("event_msg", {"type": "exec_command_end", "call_id": cid, "exit_code": code, "stdout": "", "stderr": "",
+                           "aggregated_output": out, "formatted_output": "", "duration": {"secs": 1, "nanos": 0}}, end_ts)
+        line("response_item", {"type": "function_call_output", "call_id": cid,
+                               "output": f"Exit code: {code}\nOutput:\n{out}"}, end_ts)
+
+    def patch(cid, path, ok, ts_call=None, ts_end=None):
+        body = f"*** Begin Patch\n*** Update File: {path}\n@@\n-return x - 1\n+return x + 1\n*** End Patch"
+        line("response_item", {"type": "function_call", "name": "apply_patch", "call_id": cid,
+                               "arguments": json.dumps({"input": body})}, ts_call)
+        end_ts = ts_end or at()
+        if ok:
+            line("event_msg", {"type": "patch_apply_end", "call_id": cid, "stdout": f"Success. Updated the following files:\nM {path}\n",
+                               "stderr": "", "success": True}, end_ts)
+            line("response_item", {"type": "function_call_output", "call_id": cid, "output": "Success."}, end_ts)
+        else:
+            line("event_msg", {"type": "patch_apply_end", "call_id": cid, "stdout": "",
+                               "stderr": "Failed to find expected lines", "success": False}, end_ts)
+            line("response_item", {"type": "function_call_output", "call_id": cid,
+                                   "output": "apply_patch verification failed: Failed to find expected lines"}, end_ts)
+
+    line("session_meta", {"id": sid, "timestamp": at(), "cwd": WS, "originator": "codex_cli_rs", "cli_version": "0.98.0",
+                          "source": "cli", "model_provider": "openai"})
+    line("turn_context", {"cwd": WS, "approval_policy": "never", "sandbox_policy": {"type": "workspace-write"},
+                          "model": "gpt-bench-codex"})
+    line("event_msg", {"type": "task_started"})
+    line("event_msg", {"type": "user_message", "message": "Fix the bug in src/app.py so that the tests pass.", "images": []})
+    for k, s in enumerate(steps):
+        kind, cid = s[0], f"call_{k}"
+        if kind == "edit":
+            patch(cid, s[1], s[2])
+        elif kind == "test":
+            shell(cid, "pytest -q", s[1], None if s[2] is None else test_output(s[2]))
+        elif kind == "revert":
+            shell(cid, f"git checkout -- {s[1]}", WS, ("", 0))
+        elif kind in ("script", "mcp_write"):
+            shell(cid, "python3 scripts/update_fixtures.py", WS, ("updated 3 files", 0))
+        elif kind == "parallel":
+            # The patch issued first, the test a second later; the test ends, then the patch.
+            t0 = ms[0]
+            ts = lambda d: f"2026-12-01T10:{(t0 + d) // 60000 % 60:02d}:{(t0 + d) // 1000 % 60:02d}.{(t0 + d) % 1000:03d}Z"
+            body = f"*** Begin Patch\n*** Update File: {s[1]}\n@@\n-return x - 1\n+return x + 1\n*** End Patch"
+            line("response_item", {"type": "function_call", "name": "apply_patch", "call_id": cid + "p",
+                                   "arguments": json.dumps({"input": body})}, ts(1000))
+            shell(cid + "t", "pytest -q", WS, test_output(s[2]), ts_call=ts(2000), ts_end=ts(4000))
+            line("event_msg", {"type": "patch_apply_end", "call_id": cid + "p", "stdout": f"Success. Updated the following files:\nM {s[1]}\n",
+                               "stderr": "", "success": True}, ts(5000))
+            line("response_item", {"type": "function_call_output", "call_id": cid + "p", "output": "Success."}, ts(5000))
+            ms[0] = t0 + 5000
+    if end == "claim":
+        line("event_msg", {"type": "agent_message", "message": "Done: the tests pass."})
+        line("response_item", {"type": "message", "role": "assistant",
+                               "content": [{"type": "output_text", "text": "Done: the tests pass."}]})
+        line("event_msg", {"type": "task_complete", "last_agent_message": "Done: the tests pass."})
+    return f"sessions/2026/12/01/rollout-2026-12-01T10-00-00-{sid}.jsonl", "\n".join(lines) + "\n"
+
+
+SOURCES = {"claude-code": claude_code, "codex": codex}
+
+
+# --------------------------------------------------------------------------------------
+# run and score
+# --------------------------------------------------------------------------------------
+
+def plan(source, per_hazard, pairs, seed):
+    rng = random.Random(f"{seed}-{source}")
+    usable = [h for h in HAZARDS if source in ONLY.get(h, {source})]
+    out = [[] for _ in range(per_hazard)]
+    for h in usable:
+        out += [[h] for _ in range(per_hazard)]
+    for _ in range(pairs):
+        out.append(rng.sample(usable, 2))
+    return [(hs, *scenario(hs, rng)) for hs in out]
+
+
+def sql(bin_, store, query):
+    out = subprocess.run([bin_, "--store", store, "sql", query, "--format", "json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def run(a):
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="observer-bench-") as tmp:
+        tmp = Path(tmp)
+        store = tmp / "store"
+        known = {}
+        offset = 0
+        for source, write in SOURCES.items():
+            root = tmp / source
+            for k, (hazards, steps, end) in enumerate(plan(source, a.per_hazard, a.pairs, a.seed)):
+                i = offset + k
+                rel, text = write(i, steps, end)
+                path = root / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                known[session_id(i)] = (source, hazards, truth(steps, end))
+            offset += 100000
+            done = subprocess.run([a.bin, "--store", store, "import", "--quiet", "--format", source, root],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"import of {source} failed: {done.stderr}")
+        episodes = sql(a.bin, store, "SELECT episode_id, task, posture, agent_reported_complete AS claim, final_revision FROM episodes")
+        checks = sql(a.bin, store, "SELECT episode_id, seq, freshness FROM checks ORDER BY episode_id, seq")
+    by_episode = defaultdict(list)
+    for c in checks:
+        by_episode[c["episode_id"]].append(c["freshness"])
+    seen = set()
+    for e in episodes:
+        if e["task"] not in known:
+            continue
+        seen.add(e["task"])
+        source, hazards, t = known[e["task"]]
+        r = results.setdefault(source, {"n": 0, "posture": Counter(), "freshness": Counter(), "claims": Counter(),
+                                        "over": [], "claim_over": [], "fresh_over": [], "unmatched_checks": 0})
+        r["n"] += 1
+        r["posture"][(t["posture"], e["posture"])] += 1
+        label = "+".join(hazards) or "baseline"
+        if e["posture"] == "current" and t["posture"] != "current":
+            r["over"].append(f"{label}: truth {t['posture']}")
+        r["claims"][(t["claim"], e["claim"])] += 1
+        if e["claim"] is True and not t["claim"]:
+            r["claim_over"].append(label)
+        derived = by_episode.get(e["episode_id"], [])
+        if len(derived) != len(t["freshness"]):
+            r["unmatched_checks"] += 1
+            r.setdefault("unmatched", []).append(f"{label}: truth {t['freshness']}, derived {derived}")
+            # A derived current check the truth does not have (a check in another tree).
+            extra = derived.count("current") - t["freshness"].count("current")
+            if extra > 0:
+                r["fresh_over"].append(f"{label}: {extra} current check(s) not in the truth")
+            continue
+        for want, got in zip(t["freshness"], derived):
+            r["freshness"][(want, got)] += 1
+            if got == "current" and want != "current":
+                r["fresh_over"].append(f"{label}: a stale check derived current")
+    missing = [k for k in known if k not in seen]
+    if missing:
+        sys.exit(f"{len(missing)} scenarios were not imported (first: {missing[0]} {known[missing[0]][:2]})")
+    return results
+
+
+def summary(results):
+    out = {}
+    for source, r in results.items():
+        n = r["n"]
+        right = sum(v for (t, d), v in r["posture"].items() if t == d)
+        fresh_n = sum(r["freshness"].values())
+        fresh_right = sum(v for (t, d), v in r["freshness"].items() if t == d)
+        out[source] = {
+            "scenarios": n,
+            "posture_accuracy": round(right / n, 4) if n else None,
+            "abstention": round(sum(v for (t, d), v in r["posture"].items() if d == "unknown") / n, 4) if n else None,
+            "over_claims": len(r["over"]),
+            "freshness_accuracy": round(fresh_right / fresh_n, 4) if fresh_n else None,
+            "freshness_over_claims": len(r["fresh_over"]),
+            "claim_over_claims": len(r["claim_over"]),
+            "unmatched_check_lists": r["unmatched_checks"],
+            "posture_matrix": {t: {d: r["posture"].get((t, d), 0) for d in POSTURES} for t in POSTURES},
+            "examples": {"over": sorted(set(r["over"]))[:8], "freshness": sorted(set(r["fresh_over"]))[:8],
+                         "claim": sorted(set(r["claim_over"]))[:8]},
+            "unmatched": sorted(set(r.get("unmatched", [])))[:8],
+        }
+    return out
+
+
+def table(s):
+    lines = []
+    for source, r in s.items():
+        lines.append(f"\n{source}: {r['scenarios']} scenarios; posture right {r['posture_accuracy']:.1%}, "
+                     f"abstained {r['abstention']:.1%}, over-claims {r['over_claims']}; freshness right "
+                     f"{(r['freshness_accuracy'] or 0):.1%} (over-claims {r['freshness_over_claims']}, "
+                     f"check lists not matched {r['unmatched_check_lists']}); claims invented {r['claim_over_claims']}")
+        lines.append("| truth \\ derived | " + " | ".join(POSTURES) + " |")
+        lines.append("|---|" + "---|" * len(POSTURES))
+        for t in POSTURES:
+            row = r["posture_matrix"][t]
+            if sum(row.values()):
+                lines.append(f"| {t} | " + " | ".join(str(row[d]) for d in POSTURES) + " |")
+        for kind, ex in r["examples"].items():
+            if ex:
+                lines.append(f"  {kind} over-claims: {'; '.join(ex)}")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", default="target/debug/epistore")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--per-hazard", type=int, default=2, help="scenarios per single hazard (and baselines)")
+    p.add_argument("--pairs", type=int, default=20, help="scenarios with two hazards, per source")
+    p.add_argument("--check", action="store_true", help="exit 1 on any over-claim or a score below --baseline")
+    p.add_argument("--baseline", help="a JSON file of minimum scores per source (posture_accuracy, freshness_accuracy)")
+    p.add_argument("--json", help="write the summary here")
+    a = p.parse_args()
+    s = summary(run(a))
+    print(table(s))
+    if a.json:
+        Path(a.json).write_text(json.dumps(s, indent=1) + "\n")
+    if a.check:
+        bad = []
+        for source, r in s.items():
+            for k in ("over_claims", "freshness_over_claims", "claim_over_claims"):
+                if r[k]:
+                    bad.append(f"{source}: {r[k]} {k.replace('_', ' ')}")
+        if a.baseline:
+            floor = json.loads(Path(a.baseline).read_text())
+            for source, mins in floor.items():
+                for k, v in mins.items():
+                    got = s.get(source, {}).get(k)
+                    if got is None or got < v:
+                        bad.append(f"{source}: {k} {got} below {v}")
+        if bad:
+            print("\nFAIL: " + "; ".join(bad), file=sys.stderr)
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
