@@ -318,6 +318,7 @@ def run(a):
         r["n"] += 1
         r["posture"][(t["posture"], e["posture"])] += 1
         label = "+".join(hazards) or "baseline"
+        r.setdefault("labels", []).append((label, t["posture"] == e["posture"]))
         if e["posture"] == "current" and t["posture"] != "current":
             r["over"].append(f"{label}: truth {t['posture']}")
         r["claims"][(t["claim"], e["claim"])] += 1
@@ -342,6 +343,18 @@ def run(a):
     return results
 
 
+def by_hazard(r):
+    """Per single hazard (and baseline): scenarios and posture right, over all scenarios
+    that include it."""
+    out = {}
+    for label, ok in r["labels"]:
+        for h in label.split("+"):
+            c = out.setdefault(h, [0, 0])
+            c[0] += 1
+            c[1] += ok
+    return {h: {"scenarios": n, "posture_right": right} for h, (n, right) in sorted(out.items())}
+
+
 def summary(results):
     out = {}
     for source, r in results.items():
@@ -362,6 +375,8 @@ def summary(results):
             "examples": {"over": sorted(set(r["over"]))[:8], "freshness": sorted(set(r["fresh_over"]))[:8],
                          "claim": sorted(set(r["claim_over"]))[:8]},
             "unmatched": sorted(set(r.get("unmatched", [])))[:8],
+            "all_over": r["over"], "all_freshness": r["fresh_over"], "all_claim": r["claim_over"],
+            "by_hazard": by_hazard(r),
         }
     return out
 
@@ -393,6 +408,8 @@ def main():
     p.add_argument("--pairs", type=int, default=20, help="scenarios with two hazards, per source")
     p.add_argument("--check", action="store_true", help="exit 1 on any over-claim or a score below --baseline")
     p.add_argument("--baseline", help="a JSON file of minimum scores per source (posture_accuracy, freshness_accuracy)")
+    p.add_argument("--allow", action="append", default=[],
+                   help="a hazard whose over-claims are reported but do not fail --check (a known gap, said in the README)")
     p.add_argument("--json", help="write the summary here")
     a = p.parse_args()
     s = summary(run(a))
@@ -401,10 +418,12 @@ def main():
         Path(a.json).write_text(json.dumps(s, indent=1) + "\n")
     if a.check:
         bad = []
+        allowed = lambda label: any(h in label.split(":")[0].split("+") for h in a.allow)
         for source, r in s.items():
-            for k in ("over_claims", "freshness_over_claims", "claim_over_claims"):
-                if r[k]:
-                    bad.append(f"{source}: {r[k]} {k.replace('_', ' ')}")
+            for k, ex in (("over_claims", "over"), ("freshness_over_claims", "freshness"), ("claim_over_claims", "claim")):
+                left = [x for x in r["all_" + ex] if not allowed(x)]
+                if left:
+                    bad.append(f"{source}: {len(left)} {k.replace('_', ' ')} ({'; '.join(sorted(set(left))[:4])})")
         if a.baseline:
             floor = json.loads(Path(a.baseline).read_text())
             for source, mins in floor.items():

@@ -17,6 +17,7 @@ mod ingest;
 mod leaderboard;
 mod memory;
 mod migrate;
+mod observer;
 mod properties;
 mod pushdown;
 mod python;
