@@ -1002,6 +1002,9 @@ fn a_sessions_steps_show_output_diffs_and_why_a_check_is_stale() {
             cause.contains("Changed after the last passing check") && cause.contains("CHANGELOG.md (create, seq"),
             "{cause}"
         );
+        // The grades behind the posture: the checks are derived from Bash calls, the
+        // edits observed (Edit, Write).
+        assert!(cause.contains("How it is known: agent checks 2 derived; mutating actions 2 observed"), "{cause}");
         assert_eq!(summary["key_cells_out_of_sight"], json!([]), "at {width} px: {summary}");
         if width == "400" {
             // Too narrow for the timeline: "Fit to width" draws the whole run in the view.
