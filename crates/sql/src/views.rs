@@ -116,6 +116,12 @@ JOIN own o ON o.episode_id = h.episode_id",
 /// The body of the `verifier_pairs_at(c)` table function; `:coverage` is replaced.
 pub const VERIFIER_PAIRS_AT: &str = include_str!("../../../queries/verifier_pairs_at.sql");
 
+/// The body of the `pass_k(k)` table function; `:k` is replaced.
+pub const PASS_K: &str = include_str!("../../../queries/pass_k.sql");
+
+/// The most runs `pass_k(k)` draws.
+pub const PASS_K_MAX: i64 = 1_000;
+
 /// The text of `cell_metrics` grouped by other keys (`[]` pools everything). Lines
 /// marked `-- @keys` carry the grouping keys.
 pub fn cell_metrics_by(keys: &[&str], filter: Option<&str>) -> String {
@@ -151,7 +157,8 @@ pub(crate) type Materialized<'a> = &'a (dyn Fn(&str, SchemaRef) -> Result<Option
 pub(crate) async fn register(ctx: &SessionContext, materialized: Materialized<'_>, excluded: &[String]) -> Result<()> {
     ctx.register_udf(location_overlaps());
     ctx.register_udaf(crate::cluster_ci::udaf());
-    ctx.register_udtf("verifier_pairs_at", Arc::new(VerifierPairsAt));
+    ctx.register_udtf("verifier_pairs_at", Arc::new(SqlBodyFunction::VERIFIER_PAIRS_AT));
+    ctx.register_udtf("pass_k", Arc::new(SqlBodyFunction::PASS_K));
     for (name, sql) in VIEWS {
         let context = |e: datafusion::error::DataFusionError| {
             e.context(format!("registering the view `{name}` (queries/{name}.sql)"))
@@ -226,10 +233,40 @@ pub fn location_overlaps() -> datafusion::logical_expr::ScalarUDF {
     )
 }
 
-/// `verifier_pairs_at(c)`: the shipped SQL with the coverage filled in, planned in the
-/// calling session and returned as a view.
+/// A table function whose body is shipped SQL with one parameter filled in
+/// (`verifier_pairs_at(c)`, `pass_k(k)`), planned in the calling session and returned
+/// as a view.
 #[derive(Debug)]
-struct VerifierPairsAt;
+struct SqlBodyFunction {
+    name: &'static str,
+    body: &'static str,
+    placeholder: &'static str,
+    /// The parameter as SQL text, or None when the argument is not one this function takes.
+    parameter: fn(&Expr) -> Option<String>,
+    usage: &'static str,
+}
+
+impl SqlBodyFunction {
+    const VERIFIER_PAIRS_AT: SqlBodyFunction = SqlBodyFunction {
+        name: "verifier_pairs_at",
+        body: VERIFIER_PAIRS_AT,
+        placeholder: ":coverage",
+        // `{c:?}` prints the shortest decimal that round-trips, so 0.55 stays 0.55.
+        parameter: |e| literal_f64(e).filter(|c| *c > 0.0 && *c <= 1.0).map(|c| format!("{c:?}")),
+        usage: "verifier_pairs_at(c) takes one number c with 0 < c <= 1",
+    };
+    const PASS_K: SqlBodyFunction = SqlBodyFunction {
+        name: "pass_k",
+        body: PASS_K,
+        placeholder: ":k",
+        parameter: |e| {
+            literal_f64(e)
+                .filter(|k| k.fract() == 0.0 && *k >= 1.0 && *k <= PASS_K_MAX as f64)
+                .map(|k| format!("{}", k as i64))
+        },
+        usage: "pass_k(k) takes one whole number k with 1 <= k <= 1000",
+    };
+}
 
 fn literal_f64(expr: &Expr) -> Option<f64> {
     match expr {
@@ -246,20 +283,19 @@ fn literal_f64(expr: &Expr) -> Option<f64> {
     }
 }
 
-impl TableFunctionImpl for VerifierPairsAt {
+impl TableFunctionImpl for SqlBodyFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
-        let c = match args.exprs() {
-            [e] => literal_f64(e),
+        let parameter = match args.exprs() {
+            [e] => (self.parameter)(e),
             _ => None,
         };
-        let Some(c) = c.filter(|c| *c > 0.0 && *c <= 1.0) else {
-            return plan_err!("verifier_pairs_at(c) takes one number c with 0 < c <= 1");
+        let Some(parameter) = parameter else {
+            return plan_err!("{}", self.usage);
         };
         let Some(state) = args.session().as_any().downcast_ref::<SessionState>() else {
-            return plan_err!("verifier_pairs_at needs a DataFusion SessionState");
+            return plan_err!("{} needs a DataFusion SessionState", self.name);
         };
-        // `{c}` prints the shortest decimal that round-trips, so 0.55 stays 0.55.
-        let sql = VERIFIER_PAIRS_AT.replace(":coverage", &format!("{c:?}"));
+        let sql = self.body.replace(self.placeholder, &parameter);
         // Planning only resolves this session's in-memory tables: nothing here waits
         // on I/O, so driving the future to completion in place is safe.
         let plan = futures::executor::block_on(state.create_logical_plan(&sql))?;
