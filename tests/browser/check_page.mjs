@@ -244,6 +244,12 @@ async function checkEpisode(page) {
   });
   // fit to width, when the timeline is wider than its view: after a click the whole
   // run is in the view
+  // the overview strip: shown when the timeline is wider than its view
+  out.overview_visible = await page.evaluate(() => {
+    const o = document.getElementById("tl-overview");
+    return !!o && !o.hidden && o.getBoundingClientRect().width > 0;
+  });
+  out.timeline_records = await page.evaluate(() => { const t = document.getElementById("timeline"); return t ? Number(t.getAttribute("data-records")) : null; });
   // labels drawn in the timeline never overlap one another (checked as drawn, and fitted)
   const overlaps = () => page.evaluate(() => {
     const boxes = [...document.querySelectorAll("#timeline text.mk-stale, #timeline text.mk-bound, #timeline text.mk-verdict, #timeline text.edit-label")]

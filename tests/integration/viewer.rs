@@ -1023,6 +1023,28 @@ fn a_sessions_steps_show_output_diffs_and_why_a_check_is_stale() {
     }
 }
 
+/// A long real session (a Claude Code session of 183 tool calls): at 1400 px its
+/// timeline is wider than the view and the overview strip shows the whole run; fitted,
+/// the whole run is in the view and no two labels overlap.
+#[test]
+#[cfg_attr(not(epistore_browser), ignore = "needs Chromium and playwright-core (.ci/run installs them)")]
+fn a_long_sessions_timeline_has_its_overview() {
+    let store = TestStore::new();
+    let logs = repo_root().join("tests/fixtures/real/claude-code/4d5611e5-241a-462a-8d15-5122611a9569.jsonl");
+    assert!(store.run(&["import", "--quiet", logs.to_str().unwrap()]).status.success());
+    let id = store.sql("SELECT episode_id FROM episodes ORDER BY n_tools DESC LIMIT 1")[0]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (path, _) = show_html(&store, &id);
+    let summary = check_page_with("episode", &file_url(&path), "long-session.png", &[("EPISTORE_WIDTH", "1400")]);
+    assert!(summary["timeline_records"].as_u64().unwrap() > 300, "{}", summary["timeline_records"]);
+    assert_eq!(summary["overview_visible"], true, "{summary}");
+    let fit = &summary["fit"];
+    assert!(fit["after"]["timeline"].as_u64() <= fit["after"]["view"].as_u64().map(|v| v + 1), "{fit}");
+    assert_eq!(summary["label_overlaps"], 0);
+}
+
 /// An id prefix several episodes share: the browser lists them (each linking to its
 /// page) and the CLI names them, instead of "no episode".
 #[test]
