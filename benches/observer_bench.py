@@ -22,6 +22,7 @@ Hazards, one at a time and in pairs (deterministic from --seed):
   suite_edit        the test file itself edited after the test
   elsewhere         the only test runs in another repository (`cd /srv/other && ...`)
   cut               the log stops after a tool call, mid-turn (no claim)
+  interrupt         a person interrupts the last turn (no claim)
   parallel          a patch and a test issued together, the patch ending after the
                     test started (Codex)
 
@@ -46,7 +47,7 @@ WS = "/srv/app"
 OTHER = "/srv/other"
 POSTURES = ["current", "stale", "failure", "gap", "unknown"]
 HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
-           "script_write", "suite_edit", "elsewhere", "cut", "parallel"]
+           "script_write", "suite_edit", "elsewhere", "cut", "parallel", "interrupt"]
 ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}}
 
 
@@ -81,6 +82,8 @@ def scenario(hazards, rng):
             steps = [s if s[0] != "test" else ("test", OTHER, s[2]) for s in steps]
         elif h == "cut":
             end = "cut"
+        elif h == "interrupt":
+            end = "interrupt"
         elif h == "parallel":
             steps.append(("parallel", src, "pass"))
     return steps, end
@@ -181,6 +184,11 @@ def claude_code(i, steps, end):
     if end == "claim":
         add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
                           "content": [{"type": "text", "text": "Done: the tests pass."}], "stop_reason": "end_turn"})
+    elif end == "interrupt":
+        # The agent starts its summary; the person stops the turn.
+        add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
+                          "content": [{"type": "text", "text": "The tests pass, so now"}], "stop_reason": None})
+        add("user", {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]})
     return f"projects/-srv-app/{sid}.jsonl", "\n".join(lines) + "\n"
 
 
@@ -250,6 +258,9 @@ def codex(i, steps, end):
                                "stderr": "", "success": True}, ts(5000))
             line("response_item", {"type": "function_call_output", "call_id": cid + "p", "output": "Success."}, ts(5000))
             ms[0] = t0 + 5000
+    if end == "interrupt":
+        line("event_msg", {"type": "agent_message", "message": "The tests pass, so now"})
+        line("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
     if end == "claim":
         line("event_msg", {"type": "agent_message", "message": "Done: the tests pass."})
         line("response_item", {"type": "message", "role": "assistant",

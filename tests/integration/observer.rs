@@ -21,7 +21,7 @@ fn the_derived_posture_never_over_claims_on_generated_hazards() {
         .expect("python3 runs the benchmark");
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
     let report = text(&out.stdout);
-    for source in ["claude-code: 38 scenarios", "codex: 38 scenarios"] {
+    for source in ["claude-code: 40 scenarios", "codex: 40 scenarios"] {
         assert!(report.contains(source), "{report}");
     }
 }
