@@ -219,3 +219,73 @@ proptest! {
         }
     }
 }
+
+/// pass_k(k) against brute force: for random populations of runs (task, correct known or
+/// not), every k-subset of each task's known runs is enumerated; pass@k is the share of
+/// subsets with a correct run, pass^k the share with only correct runs, averaged over
+/// tasks with at least k known runs (docs/metrics.md §K).
+fn brute_force(runs: &[(u8, Option<bool>)], k: usize) -> Option<(f64, f64, usize)> {
+    let mut by_task: std::collections::BTreeMap<u8, Vec<bool>> = std::collections::BTreeMap::new();
+    for (task, correct) in runs {
+        if let Some(c) = correct {
+            by_task.entry(*task).or_default().push(*c);
+        }
+    }
+    let (mut at, mut hat, mut tasks) = (0.0, 0.0, 0usize);
+    for outcomes in by_task.values().filter(|o| o.len() >= k) {
+        let n = outcomes.len();
+        let (mut subsets, mut any, mut all) = (0u64, 0u64, 0u64);
+        for mask in 0u32..(1 << n) {
+            if mask.count_ones() as usize != k {
+                continue;
+            }
+            let picked: Vec<bool> = (0..n).filter(|i| mask & (1 << i) != 0).map(|i| outcomes[i]).collect();
+            subsets += 1;
+            any += u64::from(picked.iter().any(|c| *c));
+            all += u64::from(picked.iter().all(|c| *c));
+        }
+        at += any as f64 / subsets as f64;
+        hat += all as f64 / subsets as f64;
+        tasks += 1;
+    }
+    (tasks > 0).then(|| (at / tasks as f64, hat / tasks as f64, tasks))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pass_k_equals_brute_force_enumeration(
+        runs in prop::collection::vec((0u8..4, prop::option::of(any::<bool>())), 1..20),
+        k in 1usize..5,
+    ) {
+        let fixture: serde_json::Map<String, Value> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, (task, correct))| {
+                let mut outcome = json!({"label": "failed"});
+                if let Some(c) = correct {
+                    outcome["correct"] = json!(c);
+                }
+                let manifest = json!({"format": "episode-package/1", "episode": format!("pk/{i}"), "model": {"name": "m"},
+                    "harness": {"level": "H1"}, "task": {"id": format!("t{task}")}, "attempt": i + 1});
+                (format!("p{i:03}"), json!({"manifest.json": manifest, "outcome.json": outcome}))
+            })
+            .collect();
+        let work = tempfile::tempdir().unwrap();
+        let path = work.path().join("fixture.json");
+        std::fs::write(&path, Value::Object(fixture).to_string()).unwrap();
+        let store = store_from_fixture(Some(&path), &work.path().join("store"));
+        let got = cells(&csv(&store, &format!("SELECT pass_at_k, pass_hat_k, tasks FROM pass_k({k})")));
+        match brute_force(&runs, k) {
+            None => prop_assert!(got.is_empty(), "{:?}", got),
+            Some((at, hat, tasks)) => {
+                prop_assert_eq!(got.len(), 1);
+                let row = &got[0];
+                prop_assert!((row[0].unwrap() - at).abs() < 1e-9, "pass@{} {:?} vs {}", k, row[0], at);
+                prop_assert!((row[1].unwrap() - hat).abs() < 1e-9, "pass^{} {:?} vs {}", k, row[1], hat);
+                prop_assert_eq!(row[2], Some(tasks as f64));
+            }
+        }
+    }
+}
