@@ -42,9 +42,12 @@ fn board(store: &TestStore, args: &[&str]) -> Value {
 ///   cluster, so every sign pattern reaches |0|: p = 1.
 /// - beta - gamma is 1 on each of the 7 clusters: only the all-plus and all-minus
 ///   patterns reach |7|, p = 2/128 = 0.015625, exact.
-/// - Holm over the family {1, 0.015625}: 0.015625 * 2 = 0.03125; 1 * 1 = 1.
-///   0.03125 < 0.05, so gamma starts group 2.
-/// - With 6 clusters (where task <> 't7'): p = 2/64 = 0.03125, Holm 0.0625 >= 0.05:
+/// - Every pair is tested (the family `compare` uses): alpha-beta p = 1, alpha-gamma and
+///   beta-gamma p = 0.015625 each. Holm over {1, 0.015625, 0.015625}: 0.015625 * 3 =
+///   0.046875 for both small ones, 1 for the other.
+/// - Groups from the group's leader: beta is not separable from alpha (p 1): group 1;
+///   gamma against alpha: 0.046875 < 0.05, so gamma leads group 2.
+/// - With 6 clusters (where task <> 't7'): p = 2/64 = 0.03125, Holm 0.09375 >= 0.05:
 ///   all three share group 1 (six clusters cannot separate them after adjustment).
 #[test]
 fn tie_groups_and_holm_worked_by_hand() {
@@ -67,10 +70,10 @@ fn tie_groups_and_holm_worked_by_hand() {
     assert_eq!(entries[1]["vs_above"]["p"], json!(1.0));
     assert_eq!(entries[1]["vs_above"]["p_holm"], json!(1.0));
     assert_eq!(entries[2]["vs_above"]["p"], json!(0.015625));
-    assert_eq!(entries[2]["vs_above"]["p_holm"], json!(0.03125));
+    assert_eq!(entries[2]["vs_above"]["p_holm"], json!(0.046875));
     assert_eq!(entries[2]["vs_above"]["mean_difference"], json!(1.0));
     assert_eq!(entries[2]["vs_above"]["exact"], json!(true));
-    assert_eq!(b["comparison"]["family"], json!(2));
+    assert_eq!(b["comparison"]["family"], json!(3));
     // Every cluster agrees, so every replicate does: the interval is the point.
     assert_eq!((entries[0]["lo"].clone(), entries[0]["hi"].clone()), (json!(1.0), json!(1.0)));
     assert_eq!(entries[2]["value"], json!(0.0));
@@ -81,7 +84,7 @@ fn tie_groups_and_holm_worked_by_hand() {
     let groups: Vec<i64> =
         six["entries"].as_array().unwrap().iter().map(|e| e["tie_group"].as_i64().unwrap()).collect();
     assert_eq!(groups, [1, 1, 1]);
-    assert_eq!(six["entries"][2]["vs_above"]["p_holm"], json!(0.0625));
+    assert_eq!(six["entries"][2]["vs_above"]["p_holm"], json!(0.09375));
 
     // A lower-is-better metric ranks the other way: unsafe_completion is 1 for gamma.
     let risk = board(&store, &["--metric", "unsafe_completion", "--replicates", "200"]);
@@ -96,6 +99,53 @@ fn tie_groups_and_holm_worked_by_hand() {
     let alpha_gamma = pairs.iter().find(|p| p["a"] == "alpha" && p["b"] == "gamma").unwrap();
     // p-values {1, 0.015625, 0.015625}: Holm gives 0.046875 to both small ones.
     assert_eq!(alpha_gamma["p_holm"], json!(0.046875));
+    let beta_gamma = pairs.iter().find(|p| p["a"] == "beta" && p["b"] == "gamma").unwrap();
+    assert_eq!(beta_gamma["p_holm"], entries[2]["vs_above"]["p_holm"], "the board and compare disagree");
+}
+
+/// The board and `compare` are one family: on synthetic populations, by model and by
+/// harness level, every entry's p against the entry above (raw and Holm-adjusted) is
+/// `compare`'s for that pair, the family has as many members as `compare` has pairs,
+/// and each tie group's members are not separable from its first entry by `compare`'s
+/// p-values, while each group's first entry is separable from the one of the group above.
+#[test]
+fn the_board_and_compare_agree_on_every_pair() {
+    for (episodes, seed) in [(160, 3), (240, 9)] {
+        let store = TestStore::synthetic(episodes, seed);
+        for by in ["model", "harness_level"] {
+            let args = ["--metric", "sound_completion", "--by", by, "--replicates", "200", "--seed", "5"];
+            let b = board(&store, &args);
+            let out = store.run(&[&["compare", "--format", "json"][..], &args].concat());
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            let pairs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+            let p_of = |x: &str, y: &str| {
+                pairs
+                    .iter()
+                    .find(|p| (p["a"] == x && p["b"] == y) || (p["a"] == y && p["b"] == x))
+                    .map(|p| (p["p"].as_f64().unwrap(), p["p_holm"].as_f64().unwrap()))
+            };
+            let ranked: Vec<&Value> = b["entries"].as_array().unwrap().iter().filter(|e| e["rank"].is_u64()).collect();
+            assert_eq!(b["comparison"]["family"].as_u64().unwrap() as usize, pairs.len(), "{by}");
+            let alpha = b["comparison"]["alpha"].as_f64().unwrap();
+            let mut leader = ranked.first().map(|e| e["label"].as_str().unwrap());
+            for w in ranked.windows(2) {
+                let (above, this) = (w[0]["label"].as_str().unwrap(), w[1]["label"].as_str().unwrap());
+                match p_of(above, this) {
+                    Some((p, p_holm)) => {
+                        assert_eq!(w[1]["vs_above"]["p"].as_f64(), Some(p), "{by} {above} / {this}");
+                        assert_eq!(w[1]["vs_above"]["p_holm"].as_f64(), Some(p_holm), "{by} {above} / {this}");
+                    }
+                    None => assert!(w[1]["vs_above"].is_null(), "{by} {above} / {this}"),
+                }
+                let separable = p_of(leader.unwrap(), this).is_some_and(|(_, p)| p < alpha);
+                let new_group = w[1]["tie_group"] != w[0]["tie_group"];
+                assert_eq!(new_group, separable, "{by}: {this} against its group's leader {:?}", leader);
+                if new_group {
+                    leader = Some(this);
+                }
+            }
+        }
+    }
 }
 
 fn synthetic_store(episodes: usize) -> TestStore {
@@ -332,7 +382,7 @@ fn a_board_whose_entries_share_no_cluster_says_their_order_is_untested() {
     store.run(&["import", "--model", "m2", real.join("codex").to_str().unwrap()]);
     let md = written_board(&store, &["--metric", "stale_check_rate"], "md", &store.dir.path().join("b.md"));
     assert!(
-        md.contains("(no comparisons: no two neighbouring entries share a task cluster, so their order is untested)"),
+        md.contains("(no comparisons: no two entries share a task cluster, so their order is untested)"),
         "{md}"
     );
 }

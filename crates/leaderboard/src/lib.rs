@@ -12,7 +12,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use epistore_sql::intervals::{find_metric, key_text, Direction, Family, Metric};
 use epistore_sql::sql_text::{episode_filter, quote_ident, quote_list};
 use epistore_sql::Engine;
-use epistore_stats::{cluster_bootstrap, holm, paired_comparison, tie_groups, Bootstrap};
+use epistore_stats::{cluster_bootstrap, holm, leader_groups, paired_comparison, Bootstrap};
 use serde::Serialize;
 
 pub const SCHEMA: &str = "epistore-leaderboard/1";
@@ -142,10 +142,18 @@ pub struct BootstrapInfo {
 pub struct ComparisonInfo {
     pub test: &'static str,
     pub adjustment: &'static str,
-    /// Number of comparisons in the Holm family (entries with a comparison).
+    /// Number of comparisons in the Holm family: the pairs of ranked entries that share
+    /// a task cluster (the family `compare` uses).
     pub family: usize,
     pub alpha: f64,
+    /// How tie groups follow from the pairwise tests, in words.
+    pub groups: &'static str,
 }
+
+/// The rule that makes tie groups from the pairwise tests, as the board states it.
+pub const GROUP_RULE: &str = "the top entry leads group 1; each next entry joins the current group unless its \
+     adjusted p against the group's leader (its first entry) is below alpha, in which case it leads the next group: \
+     every entry is not separable from its group's leader, and each leader is separable from the leader above";
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Entry {
@@ -390,32 +398,38 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
     });
     let ranked = rows.iter().filter(|r| r.entry.value.is_some()).count();
 
-    // Paired comparisons of each ranked entry with the one above, on shared clusters.
-    let mut comparisons = vec![None; ranked];
-    for i in 1..ranked {
-        let (above, this) = (&rows[i - 1].per_cluster, &rows[i].per_cluster);
-        let differences: Vec<f64> = above.iter().filter_map(|(c, a)| this.get(c).map(|b| a - b)).collect();
-        comparisons[i] = paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))?;
+    // Paired comparisons of every pair of ranked entries on the clusters both have, Holm
+    // over the family of all pairs that share one: the family `compare` uses, so the
+    // board and `compare` give every pair the same p-value.
+    let mut pairs: BTreeMap<(usize, usize), epistore_stats::PairedComparison> = BTreeMap::new();
+    for i in 0..ranked {
+        for j in i + 1..ranked {
+            let (upper, lower) = (&rows[i].per_cluster, &rows[j].per_cluster);
+            let differences: Vec<f64> = upper.iter().filter_map(|(c, a)| lower.get(c).map(|b| a - b)).collect();
+            if let Some(c) =
+                paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))?
+            {
+                pairs.insert((i, j), c);
+            }
+        }
     }
-    let tested: Vec<usize> = (0..ranked).filter(|&i| comparisons[i].is_some()).collect();
-    let adjusted = holm(&tested.iter().map(|&i| comparisons[i].as_ref().expect("tested").p_value).collect::<Vec<_>>());
-    let mut p_holm = vec![None; ranked];
-    for (&i, p) in tested.iter().zip(&adjusted) {
-        p_holm[i] = Some(*p);
-    }
-    let groups = tie_groups(&p_holm, spec.alpha);
+    let adjusted = holm(&pairs.values().map(|c| c.p_value).collect::<Vec<_>>());
+    let p_holm: BTreeMap<(usize, usize), f64> = pairs.keys().copied().zip(adjusted).collect();
+    // A pair with no shared cluster was not tested and cannot separate its entries.
+    let groups = leader_groups(ranked, |a, b| p_holm.get(&(a, b)).is_some_and(|p| *p < spec.alpha));
     for i in 0..ranked {
         let above_label = if i > 0 { rows[i - 1].entry.label.clone() } else { String::new() };
+        let above = i.checked_sub(1).map(|a| (a, i));
         let entry = &mut rows[i].entry;
         entry.rank = Some(i + 1);
         entry.tie_group = Some(groups[i]);
-        entry.vs_above = comparisons[i].as_ref().map(|c| VsAbove {
+        entry.vs_above = above.and_then(|k| pairs.get(&k).map(|c| (c, p_holm[&k]))).map(|(c, p)| VsAbove {
             label: above_label,
             mean_difference: c.mean_difference,
             lo: c.lo,
             hi: c.hi,
             p: c.p_value,
-            p_holm: p_holm[i].expect("tested"),
+            p_holm: p,
             clusters: c.clusters,
             exact: c.exact,
         });
@@ -440,10 +454,11 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
             unit: "task cluster",
         },
         comparison: ComparisonInfo {
-            test: "two-sided sign-flip permutation on per-cluster differences with the entry ranked above",
+            test: "two-sided sign-flip permutation on per-cluster differences, every pair of ranked entries",
             adjustment: "holm",
-            family: tested.len(),
+            family: pairs.len(),
             alpha: spec.alpha,
+            groups: GROUP_RULE,
         },
         entries: rows.into_iter().map(|r| r.entry).collect(),
         evidence_matrix: evidence_matrix(engine, filter).await?,

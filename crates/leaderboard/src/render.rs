@@ -95,20 +95,20 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
     let _ = writeln!(
         out,
         "Intervals: {:.0}% percentile bootstrap over task clusters, B = {}, seed {}. \
-         Tie groups: an entry whose Holm-adjusted paired sign-flip p-value against the entry \
-         ranked above is >= {} shares its group ({}).\n",
+         Comparisons: a paired sign-flip test for every pair of ranked entries that shares a task \
+         cluster, Holm-adjusted ({}). Tie groups, at alpha = {}: {}.\n",
         b.level * 100.0,
         b.replicates,
         b.seed,
-        board.comparison.alpha,
         match board.comparison.family {
-            // No neighbours share a task cluster: nothing was compared.
+            // No two entries share a task cluster: nothing was compared.
             0 if board.entries.len() > 1 => {
-                "no comparisons: no two neighbouring entries share a task cluster, so their order is untested"
-                    .to_string()
+                "no comparisons: no two entries share a task cluster, so their order is untested".to_string()
             }
             n => format!("family of {n} comparisons"),
-        }
+        },
+        board.comparison.alpha,
+        board.comparison.groups,
     );
     out.push_str("| rank | entry | value | interval | n | episodes | clusters | tie group | vs above (Holm p) |\n");
     out.push_str("|---:|---|---:|---|---:|---:|---:|---:|---|\n");

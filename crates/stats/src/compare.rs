@@ -116,20 +116,23 @@ pub fn holm(p_values: &[f64]) -> Vec<f64> {
     adjusted
 }
 
-/// Tie groups of a ranked list: `p_vs_above[i]` is the Holm-adjusted p-value of entry
-/// `i` against entry `i - 1` (`None` for the first entry, or when the two share no
-/// cluster and so cannot be told apart). An entry whose p is >= `alpha` (or `None`)
-/// shares the group of the entry above; otherwise it starts the next group. Groups
-/// are numbered from 1.
-pub fn tie_groups(p_vs_above: &[Option<f64>], alpha: f64) -> Vec<usize> {
-    let mut groups = Vec::with_capacity(p_vs_above.len());
-    for (i, p) in p_vs_above.iter().enumerate() {
-        let group = match (i, p) {
-            (0, _) => 1,
-            (_, Some(p)) if *p < alpha => groups[i - 1] + 1,
-            _ => groups[i - 1],
-        };
-        groups.push(group);
+/// Tie groups of a ranked list of `n` entries from all pairwise tests: the first entry
+/// leads group 1; each next entry joins the current group unless it is `separable`
+/// from the group's leader (its first entry), in which case it leads the next group.
+/// So every member of a group is not separable from its leader, and each leader is
+/// separable from the leader of the group above. Groups are numbered from 1.
+pub fn leader_groups(n: usize, separable: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    let mut groups = Vec::with_capacity(n);
+    let mut leader = 0;
+    for i in 0..n {
+        if i == 0 {
+            groups.push(1);
+        } else if separable(leader, i) {
+            leader = i;
+            groups.push(groups[i - 1] + 1);
+        } else {
+            groups.push(groups[i - 1]);
+        }
     }
     groups
 }

@@ -11,7 +11,7 @@
 //! - [`paired_comparison`]: mean per-cluster difference between two entries, its
 //!   bootstrap interval, and a two-sided sign-flip permutation p-value (exact up to 16
 //!   clusters, Monte Carlo above).
-//! - [`holm`] and [`tie_groups`]: family-wise adjustment and leaderboard tie groups.
+//! - [`holm`] and [`leader_groups`]: family-wise adjustment and leaderboard tie groups.
 
 mod bootstrap;
 mod compare;
@@ -20,7 +20,7 @@ pub use bootstrap::{
     bootstrap_with_plan, cluster_bootstrap, percentile, Bootstrap, Interval, ResamplePlan, MAX_REPLICATES,
 };
 pub use compare::{
-    holm, paired_comparison, sign_flip_p_value, tie_groups, PairedComparison, EXACT_SIGN_FLIP_MAX_CLUSTERS,
+    holm, leader_groups, paired_comparison, sign_flip_p_value, PairedComparison, EXACT_SIGN_FLIP_MAX_CLUSTERS,
     MONTE_CARLO_DRAWS,
 };
 

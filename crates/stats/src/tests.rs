@@ -132,12 +132,16 @@ fn holm_by_hand() {
 }
 
 #[test]
-fn tie_groups_by_hand() {
-    let p = [None, Some(0.2), Some(0.01), Some(0.06), Some(0.049), None];
-    assert_eq!(tie_groups(&p, 0.05), vec![1, 1, 2, 2, 3, 3]);
-    // Exactly alpha is a tie (p >= 0.05 shares the group).
-    assert_eq!(tie_groups(&[None, Some(0.05)], 0.05), vec![1, 1]);
-    assert!(tie_groups(&[], 0.05).is_empty());
+fn leader_groups_by_hand() {
+    // Separable pairs: (0,2), (0,3), (2,4), (2,5). Entry 1 joins 0; 2 leads group 2
+    // (separable from 0); 3 is not separable from leader 2: joins; 4 leads group 3.
+    let sep = |a: usize, b: usize| matches!((a, b), (0, 2) | (0, 3) | (2, 4) | (2, 5));
+    assert_eq!(leader_groups(6, sep), vec![1, 1, 2, 2, 3, 3]);
+    // Not separable from the leader, though separable from the entry just above: joins.
+    let sep = |a: usize, b: usize| (a, b) == (1, 2);
+    assert_eq!(leader_groups(3, sep), vec![1, 1, 1]);
+    assert!(leader_groups(0, |_, _| true).is_empty());
+    assert_eq!(leader_groups(3, |_, _| true), vec![1, 2, 3]);
 }
 
 /// A population of clusters with known rates: cluster rates drawn from a fixed set
