@@ -381,8 +381,5 @@ fn a_board_whose_entries_share_no_cluster_says_their_order_is_untested() {
     store.run(&["import", "--model", "m1", real.join("claude-code").to_str().unwrap()]);
     store.run(&["import", "--model", "m2", real.join("codex").to_str().unwrap()]);
     let md = written_board(&store, &["--metric", "stale_check_rate"], "md", &store.dir.path().join("b.md"));
-    assert!(
-        md.contains("(no comparisons: no two entries share a task cluster, so their order is untested)"),
-        "{md}"
-    );
+    assert!(md.contains("(no comparisons: no two entries share a task cluster, so their order is untested)"), "{md}");
 }
