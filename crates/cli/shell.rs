@@ -71,9 +71,9 @@ pub(crate) fn run_meta(session: &Session, meta: &Meta, format: OutputFormat, exp
         Meta::Columns(name) => {
             let sql = format!(
                 "SELECT column_name AS column, data_type AS type, is_nullable AS nullable \
-                 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '{}' \
+                 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = {} \
                  ORDER BY ordinal_position",
-                name.replace('\'', "''")
+                epistore_sql::sql_text::quote_literal(name)
             );
             let batches = session.block_on(session.engine.query(&sql))?;
             if batches.iter().all(|b| b.num_rows() == 0) {

@@ -527,6 +527,9 @@ fn ui_serves_pages_read_only() {
     let rows = table_rows(&list);
     assert_eq!(rows[0]["id"], json!(id));
     assert_eq!(rows[0]["stale_checks"], 1);
+    // A cell's old address leads to the same list.
+    let (status, _) = ui.get("/cell?model=qwen2.5-coder-14b&harness_level=H3&task=login-validation");
+    assert_eq!(status, 308);
 
     let (status, body) = ui.get("/leaderboards/sound_completion?by=harness_level");
     assert_eq!(status, 200, "{body}");

@@ -4,7 +4,7 @@
 //! - `/`: the index (headline metrics, cells, the leaderboards on offer);
 //! - `/leaderboards/{metric}?by=KEYS&where=COND`: a leaderboard as `leaderboard --format
 //!   html` draws it, each entry linked to `/leaderboards/{metric}/entries/{n}?...`;
-//! - `/cell?model=&harness_level=&task=`: a cell's episodes;
+//! - `/cell?model=&harness_level=&task=`: redirects to `/episodes` with those filters;
 //! - `/episodes?model=&...&q=`: every episode matching field filters and a full-text
 //!   query, the filters in the address;
 //! - `/compare?a=ID&b=ID`: two episodes side by side, aligned step by step;
@@ -22,14 +22,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Query, RawQuery, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 use epistore_leaderboard::{BoardLinks, Leaderboard, Spec};
-use epistore_package::{hex, Hash};
+use epistore_package::hex;
 use epistore_sql::episode_list::{EpisodeQuery, Known};
 use epistore_sql::{format_batches, Engine, Format};
 use epistore_store::Store;
@@ -185,7 +185,10 @@ impl Ui {
 
     async fn query(&self, sql: &str) -> std::result::Result<Vec<Value>, Failure> {
         let batches = self.engine().await?.query(sql).await?;
-        Ok(epistore_view::rows_from_json(&format_batches(&batches, Format::Json)?)?)
+        match serde_json::from_str(&format_batches(&batches, Format::Json)?)? {
+            Value::Array(rows) => Ok(rows),
+            _ => Err(Failure(StatusCode::INTERNAL_SERVER_ERROR, "query result is not a list".into())),
+        }
     }
 
     /// The episode list's filter values, read once per snapshot.
@@ -293,22 +296,12 @@ async fn index(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, Strin
         .into_iter()
         .take(INDEX_GROUPS)
         .map(|mut g| {
-            let mut href = String::from("/episodes?");
-            for key in ["model", "harness_level", "source_format"] {
-                let value = g[key].as_str().unwrap_or("null");
-                href.push_str(&format!("{}{key}={}", if key == "model" { "" } else { "&" }, encode(value)));
-            }
-            g["href"] = json!(href);
+            g["href"] = json!(list_link(&g, &["model", "harness_level", "source_format"]));
             g
         })
         .collect();
-    let headline_hrefs: Vec<Value> = headline
-        .iter()
-        .map(|r| {
-            let s = |k: &str| encode(r[k].as_str().unwrap_or("null"));
-            json!(format!("/episodes?model={}&harness_level={}", s("model"), s("harness_level")))
-        })
-        .collect();
+    let headline_hrefs: Vec<Value> =
+        headline.iter().map(|r| json!(list_link(r, &["model", "harness_level"]))).collect();
     let counts = ui
         .query("SELECT count(*) AS n, count(DISTINCT concat_ws('\u{1f}', model, harness_level, task)) AS cells FROM episodes")
         .await?;
@@ -331,13 +324,20 @@ async fn index(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, Strin
         "episodes": episodes,
         "cells": cells,
         "groups_truncated": truncated,
-        "list_href": "/episodes",
+        "list_href": Links::Server.episodes(&[]),
         "snapshot": snapshot,
         // The folder's name only: a page may be shared, the machine's paths are not.
         "dir": ui.store.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
     });
     let headline = json!({"columns": columns, "rows": rows, "hrefs": headline_hrefs});
     Ok(live_page(index_doc(store, headline, groups, boards), snapshot, &q))
+}
+
+/// The episode list of a query result's row: filtered by the row's values of `keys`
+/// (a NULL value is the list's `null`, "not recorded").
+fn list_link(row: &Value, keys: &[&str]) -> Option<String> {
+    let filters: Vec<(&str, &str)> = keys.iter().map(|k| (*k, row[*k].as_str().unwrap_or("null"))).collect();
+    Links::Server.episodes(&filters)
 }
 
 /// `by` and `where` of a leaderboard's query string.
@@ -397,30 +397,10 @@ async fn entry(
     Ok(page(StatusCode::OK, &doc))
 }
 
-async fn cell(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String>>) -> Answer {
-    let key = |k: &str| q.get(k).cloned().ok_or_else(|| bad_request(format!("a cell needs `{k}`")));
-    let (model, level, task) = (key("model")?, key("harness_level")?, key("task")?);
-    let store = ui.store.clone();
-    let (m, l, t) = (model.clone(), level.clone(), task.clone());
-    let (rows, seq) = blocking(move || {
-        let snapshot = store.snapshot()?;
-        let superseded: std::collections::HashSet<Hash> =
-            snapshot.superseded()?.into_iter().map(|(old, _)| old).collect();
-        let ids: Vec<Hash> = snapshot
-            .select_ids(Some(&m), Some(&l), Some(&t))?
-            .into_iter()
-            .filter(|id| !superseded.contains(id))
-            .collect();
-        Ok((list_rows(&snapshot, &ids, &Links::Server)?, snapshot.ingest_seq()?))
-    })
-    .await?;
-    if rows.is_empty() {
-        return Err(not_found(format!("no episodes in the cell {model} / {level} / {task}")));
-    }
-    let title = format!("{model} / {level} / {task}");
-    let nav = Links::Server.nav(&[(&title, None)]);
-    let subtitle = format!("{} episodes in this cell (superseded imports left out, as SQL does).", rows.len());
-    Ok(live_page(list_doc(&title, Some(&subtitle), nav, rows, false), seq, &q))
+/// `/cell?model=&harness_level=&task=`, the address a cell's list had: the store's list
+/// with the same filters now.
+async fn cell(RawQuery(q): RawQuery) -> Redirect {
+    Redirect::permanent(&format!("/episodes?{}", q.unwrap_or_default()))
 }
 
 /// Rows an episode list shows by default, and at most (`?limit=`).
@@ -432,10 +412,19 @@ const FACET_VALUES: usize = 500;
 const LIST_FIELDS: [&str; 9] =
     ["model", "harness_level", "task", "source_format", "posture", "label", "claim", "correct", "q"];
 
-/// The filters of `/episodes?...`: empty values are no filter; `null` is "not recorded"
-/// for the fields that may be; `claim` and `correct` take `yes`, `no` or `null`.
-fn episode_query(q: &BTreeMap<String, String>) -> std::result::Result<EpisodeQuery, Failure> {
-    let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty()).map(str::to_string);
+/// The filters given in `/episodes?...`, in [`LIST_FIELDS`] order: an empty value is no
+/// filter.
+fn given_filters(q: &BTreeMap<String, String>) -> Vec<(&'static str, String)> {
+    LIST_FIELDS
+        .iter()
+        .filter_map(|k| q.get(*k).map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| (*k, v.to_string())))
+        .collect()
+}
+
+/// The filters of `/episodes?...`: `null` is "not recorded" for the fields that may be;
+/// `claim` and `correct` take `yes`, `no` or `null`.
+fn episode_query(given: &[(&str, String)]) -> std::result::Result<EpisodeQuery, Failure> {
+    let get = |k: &str| given.iter().find(|(f, _)| *f == k).map(|(_, v)| v.clone());
     let known = |k: &str| get(k).map(|v| if v == "null" { Known::NotRecorded } else { Known::Is(v) });
     let known_bool = |k: &str| -> std::result::Result<Option<Known<bool>>, Failure> {
         match get(k).as_deref() {
@@ -463,7 +452,8 @@ fn episode_query(q: &BTreeMap<String, String>) -> std::result::Result<EpisodeQue
 /// every episode of the store that matches, in one list whose address is its filters.
 /// A full-text query that does not parse is said on the page, with no rows.
 async fn episodes(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, String>>) -> Answer {
-    let query = episode_query(&q)?;
+    let given = given_filters(&q);
+    let query = episode_query(&given)?;
     let limit = match q.get("limit").map(|l| l.trim()).filter(|l| !l.is_empty()) {
         None => LIST_ROWS,
         Some(l) => l
@@ -502,10 +492,6 @@ async fn episodes(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, St
             Value::Array(row)
         })
         .collect();
-    let given: Vec<(&str, String)> = LIST_FIELDS
-        .iter()
-        .filter_map(|k| q.get(*k).map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| (*k, v.to_string())))
-        .collect();
     let title = "Episodes";
     let subtitle = if given.is_empty() {
         "Every episode of the store (superseded imports left out, as SQL does).".to_string()
@@ -536,7 +522,7 @@ async fn episodes(State(ui): State<Arc<Ui>>, Query(q): Query<BTreeMap<String, St
         entry.as_array_mut().unwrap().push(json!({"value": f["value"], "episodes": f["episodes"]}));
     }
     doc["query"] = json!({
-        "action": "/episodes",
+        "action": Links::Server.episodes(&[]),
         "given": given.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "facets": facet_values,
         "error": error,

@@ -107,17 +107,21 @@ impl Links {
         }
     }
 
-    /// The episode list of a cell (server only).
-    pub fn cell(&self, model: &str, harness_level: &str, task: &str) -> Option<String> {
+    /// The store's episode list with these filters (server only): `/episodes?k=v&...`,
+    /// each value encoded; no filters, every episode.
+    pub fn episodes(&self, filters: &[(&str, &str)]) -> Option<String> {
         match self {
-            Links::Server => Some(format!(
-                "/cell?model={}&harness_level={}&task={}",
-                encode(model),
-                encode(harness_level),
-                encode(task)
-            )),
+            Links::Server => {
+                let query: Vec<String> = filters.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect();
+                Some(if query.is_empty() { "/episodes".into() } else { format!("/episodes?{}", query.join("&")) })
+            }
             _ => None,
         }
+    }
+
+    /// The episode list of a cell (server only).
+    pub fn cell(&self, model: &str, harness_level: &str, task: &str) -> Option<String> {
+        self.episodes(&[("model", model), ("harness_level", harness_level), ("task", task)])
     }
 
     /// The page comparing two episodes side by side (server only).
@@ -154,13 +158,6 @@ impl Links {
         }
         Value::Array(nav)
     }
-}
-
-/// The rows of a query result given as a JSON array of objects (what the SQL crate
-/// writes), as page data holds them. Parsed here, where pages are built at a higher
-/// optimisation level in development builds, because a list page carries 20,000 rows.
-pub fn rows_from_json(text: &str) -> Result<Vec<Value>> {
-    Ok(serde_json::from_str(text)?)
 }
 
 /// JSON that may sit inside a `<script>` element: `</script>` would end it and `<!--`
@@ -343,8 +340,10 @@ mod tests {
         assert_eq!(href, "/episodes/ab/files/artifacts/source/x%20y%3F%23/%252e.txt");
         assert_eq!(
             Links::Server.cell("m/1", "H3", "a&b=c").unwrap(),
-            "/cell?model=m%2F1&harness_level=H3&task=a%26b%3Dc"
+            "/episodes?model=m%2F1&harness_level=H3&task=a%26b%3Dc"
         );
+        assert_eq!(Links::Server.episodes(&[]).unwrap(), "/episodes");
+        assert_eq!(Links::Static { depth: 0, written: Arc::default() }.episodes(&[("model", "m")]), None);
     }
 
     #[test]
