@@ -34,7 +34,7 @@ def run(cmd, **kw):
 
 
 def build_population(a, store: Path):
-    if (store / "epistore.redb").exists() or any(store.glob("*.redb")):
+    if any(store.glob("*.redb")):
         print(f"reusing {store}", file=sys.stderr)
         return
     t = time.perf_counter()

@@ -790,13 +790,8 @@ pub fn leaderboard(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCode>
     let session = Session::open(store_dir)?;
     let mut board = session.block_on(epistore_leaderboard::build(&session.engine, &spec))?;
     if let Some(template) = &args.publish.episode_url {
-        board.links = Some(epistore_leaderboard::BoardLinks {
-            home: None,
-            entries: vec![None; board.entries.len()],
-            episode: template.clone(),
-            linked: None,
-            unlinked: None,
-        });
+        board.links =
+            Some(epistore_leaderboard::BoardLinks::hosted_elsewhere(template, vec![None; board.entries.len()]));
     }
     let text = match args.format {
         BoardFormat::Md => epistore_leaderboard::to_markdown(&board)?,

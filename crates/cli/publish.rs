@@ -107,9 +107,7 @@ pub fn publish_board(store_dir: &Path, args: &LeaderboardArgs) -> Result<ExitCod
     let written: Arc<HashSet<String>> = Arc::new(chosen.iter().cloned().collect());
     let entries = (0..board.entries.len()).map(|i| Some(format!("entries/{i}.html"))).collect();
     board.links = Some(match &external {
-        Some(template) => {
-            BoardLinks { home: None, entries, episode: template.clone(), linked: None, unlinked: None }
-        }
+        Some(template) => BoardLinks::hosted_elsewhere(template, entries),
         None => BoardLinks {
             home: None,
             entries,

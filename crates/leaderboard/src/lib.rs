@@ -150,6 +150,14 @@ pub struct ComparisonInfo {
     pub groups: &'static str,
 }
 
+impl BoardLinks {
+    /// Links for a board whose episodes are hosted elsewhere (`--episode-url`): every id
+    /// links to `template` with `{id}` in place; `entries` are the entry lists' pages.
+    pub fn hosted_elsewhere(template: &str, entries: Vec<Option<String>>) -> BoardLinks {
+        BoardLinks { home: None, entries, episode: template.to_string(), linked: None, unlinked: None }
+    }
+}
+
 /// The rule that makes tie groups from the pairwise tests, as the board states it.
 pub const GROUP_RULE: &str = "the top entry leads group 1; each next entry joins the current group unless its \
      adjusted p against the group's leader (its first entry) is below alpha, in which case it leads the next group: \
