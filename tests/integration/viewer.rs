@@ -153,8 +153,13 @@ fn episode_page_data_on_the_bundled_dataset() {
         assert_eq!(std::fs::metadata(h3.join(path)).unwrap().len(), *size, "{path}");
     }
     assert_eq!(sizes.len(), 13);
+    // repro.log is a tool's output: its whole text is on the page once, in the tool's
+    // record (its step), and the file's row points there instead of inlining it again.
     let log = data["artifacts"].as_array().unwrap().iter().find(|a| a["path"] == "artifacts/repro.log").unwrap();
-    assert_eq!(log["text"].as_str().unwrap(), std::fs::read_to_string(h3.join("artifacts/repro.log")).unwrap());
+    let tool =
+        data["traces"]["tools"].as_array().unwrap().iter().find(|t| t["output"] == "artifacts/repro.log").unwrap();
+    assert_eq!(tool["output_text"].as_str().unwrap(), std::fs::read_to_string(h3.join("artifacts/repro.log")).unwrap());
+    assert_eq!((&log["text"], &log["step"]), (&Value::Null, &tool["seq"]));
     // the other levels of the same task, none in the same cell
     assert_eq!(data["attempts"], json!([]));
     assert_eq!(data["same_task"].as_array().unwrap().len(), 3);
@@ -956,6 +961,12 @@ fn a_sessions_steps_show_output_diffs_and_why_a_check_is_stale() {
     let id = store.sql("SELECT episode_id FROM episodes")[0]["episode_id"].as_str().unwrap().to_string();
     let (path, data) = show_html(&store, &id);
     assert_eq!(data["verdicts"]["posture"], "stale", "the session's last passing test came before CHANGELOG.md");
+    // Each tool output is carried once: whole in its step, and its file not inlined again.
+    let tools = data["traces"]["tools"].as_array().unwrap();
+    for t in tools.iter().filter(|t| t["output"].is_string()) {
+        let file = data["artifacts"].as_array().unwrap().iter().find(|a| a["path"] == t["output"]).unwrap();
+        assert!(t["output_text"].is_string() && file["text"].is_null() && file["step"] == t["seq"], "{file}");
+    }
     // From the log: the Bash call `python3 test_counter.py` (seq 14) printed the
     // assertion, and the Edit of counter.py (seq 26) replaced `range(1, n)`.
     let edit_seq = store.sql(&format!(

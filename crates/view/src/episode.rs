@@ -4,6 +4,8 @@
 //! revision (checks with their bound revision and freshness), the revision bands, the
 //! patch, reports and files, and the episode's other attempts and task-mates.
 
+use std::collections::HashMap;
+
 use epistore_package::{hex, Episode, Hash};
 use epistore_store::{EpisodeRecord, FileEntry, Snapshot};
 use serde_json::{json, Map, Value};
@@ -51,7 +53,18 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
     let superseded_by = snapshot.superseded()?.into_iter().find(|(old, _)| old == id).map(|(_, new)| hex(&new));
     let related = |other: &str| json!({"id": other, "href": links.episode(other)});
     let (attempts, same_task, truncated_lists) = related_episodes(snapshot, &record, links)?;
-    let files = files(snapshot, &record, links, policy)?;
+    // Tool outputs whose whole text a tools record already carries: the page shows them
+    // in their step, and does not inline the file a second time.
+    // A file several calls printed points to the first of them.
+    let mut outputs_in_steps: HashMap<&str, u64> = HashMap::new();
+    for t in traces.tools.iter().flatten() {
+        if let (Some(path), true) =
+            (t.output.as_deref(), t.output_bytes.is_some_and(|n| n as usize <= epistore_package::OUTPUT_TEXT_CAP))
+        {
+            outputs_in_steps.entry(path).or_insert(t.common.seq);
+        }
+    }
+    let files = files(snapshot, &record, links, policy, &outputs_in_steps)?;
     Ok(json!({
         "kind": "episode",
         "schema": SCHEMA,
@@ -261,7 +274,13 @@ struct Files {
 
 /// The patch and reports with their text, and every file of the package with its
 /// size (and its text or a link, by `policy`).
-fn files(snapshot: &Snapshot, r: &EpisodeRecord, links: &Links, policy: FilePolicy) -> Result<Files> {
+fn files(
+    snapshot: &Snapshot,
+    r: &EpisodeRecord,
+    links: &Links,
+    policy: FilePolicy,
+    outputs_in_steps: &HashMap<&str, u64>,
+) -> Result<Files> {
     let id = hex(&r.id);
     let package = snapshot.package(r);
     let text_of = |f: &FileEntry| -> Result<(Value, bool)> {
@@ -280,9 +299,15 @@ fn files(snapshot: &Snapshot, r: &EpisodeRecord, links: &Links, policy: FilePoli
             let (text, truncated) = text_of(f)?;
             out.reports.push(entry(text, truncated));
         }
-        let inline = policy.inline_artifacts && f.path.starts_with("artifacts/") && (!source || policy.include_sources);
+        let step = outputs_in_steps.get(f.path.as_str()).copied();
+        let inline = policy.inline_artifacts
+            && step.is_none()
+            && f.path.starts_with("artifacts/")
+            && (!source || policy.include_sources);
         let (text, truncated) = if inline { text_of(f)? } else { (Value::Null, false) };
-        out.artifacts.push(entry(text, truncated));
+        let mut artifact = entry(text, truncated);
+        artifact["step"] = json!(step);
+        out.artifacts.push(artifact);
     }
     Ok(out)
 }
