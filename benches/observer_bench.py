@@ -18,7 +18,10 @@ Hazards, one at a time and in pairs (deterministic from --seed):
   missing_output    the last test's result is missing from the log
   revert            `git checkout -- FILE` after the test
   mcp_write         an MCP tool writes a workspace file after the test (Claude Code)
-  script_write      an opaque script writes after the test (`python3 scripts/...`)
+  script_write      an opaque script writes after the test (`python3 scripts/...`) and
+                    says so in its output (`Wrote src/generated.py`, `updated 3 files`)
+  silent_script     the same script printing nothing: no log shows the write (a known
+                    blind spot, reported apart: see the README)
   suite_edit        the test file itself edited after the test
   elsewhere         the only test runs in another repository (`cd /srv/other && ...`)
   cut               the log stops after a tool call, mid-turn (no claim)
@@ -47,7 +50,11 @@ WS = "/srv/app"
 OTHER = "/srv/other"
 POSTURES = ["current", "stale", "failure", "gap", "unknown"]
 HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
-           "script_write", "suite_edit", "elsewhere", "cut", "parallel", "interrupt"]
+           "script_write", "silent_script", "suite_edit", "elsewhere", "cut", "parallel", "interrupt"]
+# What scripts that write print, as real generators, fixers and formatters do.
+SCRIPT_REPORTS = ["updated 3 files", "Wrote src/generated.py", "Generated src/api/schema.json (3 ms)",
+                  "Saved fixtures to tests/fixtures/data.json", "2 files reformatted, 1 file left unchanged",
+                  "Regenerated 4 files", "Updated file: src/version.py"]
 ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}}
 
 
@@ -75,7 +82,9 @@ def scenario(hazards, rng):
         elif h == "mcp_write":
             steps.append(("mcp_write", "src/generated.py"))
         elif h == "script_write":
-            steps.append(("script", "python3 scripts/update_fixtures.py"))
+            steps.append(("script", "python3 scripts/update_fixtures.py", rng.choice(SCRIPT_REPORTS)))
+        elif h == "silent_script":
+            steps.append(("script", "python3 scripts/update_fixtures.py", ""))
         elif h == "suite_edit":
             steps.append(("edit", "tests/test_app.py", True))
         elif h == "elsewhere":
@@ -180,7 +189,7 @@ def claude_code(i, steps, end):
             path = f"{WS}/{s[1]}"
             call("mcp__filesystem__write_file", {"path": path, "content": "X = 1\n"}, f"Successfully wrote to {path}")
         elif kind == "script":
-            call("Bash", {"command": s[1]}, "updated 3 files")
+            call("Bash", {"command": s[1]}, s[2])
     if end == "claim":
         add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
                           "content": [{"type": "text", "text": "Done: the tests pass."}], "stop_reason": "end_turn"})
@@ -244,8 +253,10 @@ def codex(i, steps, end):
             shell(cid, "pytest -q", s[1], None if s[2] is None else test_output(s[2]))
         elif kind == "revert":
             shell(cid, f"git checkout -- {s[1]}", WS, ("", 0))
-        elif kind in ("script", "mcp_write"):
-            shell(cid, "python3 scripts/update_fixtures.py", WS, ("updated 3 files", 0))
+        elif kind == "script":
+            shell(cid, s[1], WS, (s[2], 0))
+        elif kind == "mcp_write":
+            shell(cid, "python3 scripts/update_fixtures.py", WS, ("Wrote " + s[1], 0))
         elif kind == "parallel":
             # The patch issued first, the test a second later; the test ends, then the patch.
             t0 = ms[0]

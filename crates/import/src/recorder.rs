@@ -894,6 +894,9 @@ impl Recorder {
         let rejected_edit = call.output.contains("Your proposed edit has introduced new syntax error");
         let mutations = analysis.segments.iter().filter(|s| matches!(s.kind, SegmentKind::Mutation { .. })).count();
         let mut any_action = false;
+        // A call's output is one for all its segments: a write it reports is laid to its
+        // last opaque segment, once.
+        let last_opaque = analysis.segments.iter().rposition(|s| s.kind == SegmentKind::Opaque);
         for (i, seg) in analysis.segments.iter().enumerate() {
             match &seg.kind {
                 // A test run in another tree (another repository, a worktree elsewhere) is
@@ -962,6 +965,25 @@ impl Recorder {
                     any_action = true;
                 }
                 SegmentKind::Inert => {}
+                SegmentKind::Opaque if Some(i) == last_opaque => {
+                    match self.reported_workspace_write(&call.output, seg.elsewhere) {
+                        // The command's own output says it wrote files in the workspace: an
+                        // inferred possible mutation (docs/importers.md §10).
+                        Some(paths) => self.action(
+                            call.ts.as_deref(),
+                            Grade::Inferred,
+                            Effect { kind: "edit", paths: &paths, mutates: true, ok: true },
+                            tool_seq,
+                        ),
+                        None => self.action(
+                            call.ts.as_deref(),
+                            Grade::Derived,
+                            Effect { kind: "run", paths: &[], mutates: false, ok: true },
+                            tool_seq,
+                        ),
+                    };
+                    any_action = true;
+                }
                 SegmentKind::Opaque => {
                     self.action(
                         call.ts.as_deref(),
@@ -987,6 +1009,29 @@ impl Recorder {
         }
         self.result_message(call, tool_seq);
         tool_seq
+    }
+
+    /// The workspace files an opaque command's output reports writing (`Wrote
+    /// src/x.json`, `updated 3 files`), relative to the workspace; empty when it counts
+    /// files without naming them; None when it reports no write in the workspace. A
+    /// relative path or a bare count is in the workspace unless the command ran
+    /// elsewhere.
+    fn reported_workspace_write(&self, output: &str, elsewhere: bool) -> Option<Vec<String>> {
+        let report = shell::reported_write(output)?;
+        let workdir = self.workdir.as_deref();
+        let paths: Vec<String> = report
+            .paths
+            .iter()
+            .filter(|p| {
+                if p.starts_with('/') || p.starts_with('~') {
+                    shell::inside_workspace(p, workdir)
+                } else {
+                    !elsewhere
+                }
+            })
+            .map(|p| self.relative(p))
+            .collect();
+        (!paths.is_empty() || (report.counted && !elsewhere)).then_some(paths)
     }
 
     /// A structured edit tool (section 4, observed): one mutation, whatever the number

@@ -28,6 +28,7 @@ mod paths;
 mod python;
 mod python_writes;
 mod quote;
+mod reported_writes;
 mod result;
 mod search;
 mod segments;
@@ -38,6 +39,7 @@ mod unwrap;
 mod tests;
 
 pub use python_writes::python_writes_file;
+pub use reported_writes::{reported_write, ReportedWrite};
 pub use result::{check_result, exit_code_from_text, mutation_ok, summary_result};
 
 use paths::{norm_path, Ctx, Cwd};

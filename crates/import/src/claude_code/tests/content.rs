@@ -715,3 +715,47 @@ fn an_mcp_write_after_the_test_makes_it_stale() {
         assert!(e.actions.as_ref().unwrap().iter().all(|a| a.common.grade != "inferred"));
     }
 }
+
+/// Observer integrity: a script run after the passing test prints that it wrote a
+/// workspace file (`Wrote src/generated.py`); epistore kept the test `current`.
+/// docs/importers.md §10: an opaque command whose own output names a file it wrote in
+/// the workspace, or counts the files it wrote, is an `inferred` possible mutation, so no
+/// check before it is `current`. A script that reports nothing, or a write outside the
+/// workspace, stays an opaque `run`.
+#[test]
+fn a_script_that_reports_a_write_after_the_test_makes_it_stale() {
+    let sid = "14141414-2222-3333-4444-555555555555";
+    let line = |v: Value| serde_json::to_string(&v).unwrap();
+    let bash = |id: &str, command: &str, output: &str| {
+        [
+            line(json!({"type": "assistant", "sessionId": sid, "timestamp": "2026-01-01T10:00:01Z", "cwd": "/w",
+                "uuid": format!("u-{id}"), "message": {"id": format!("m-{id}"), "model": "claude-sonnet-4-5",
+                "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": command}}]}})),
+            line(json!({"type": "user", "sessionId": sid, "timestamp": "2026-01-01T10:00:02Z", "cwd": "/w",
+                "uuid": format!("r-{id}"), "message": {"role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": id, "content": output, "is_error": false}]}})),
+        ]
+    };
+    let import = |script_output: &str| {
+        let mut lines = vec![line(json!({"type": "user", "sessionId": sid, "timestamp": "2026-01-01T10:00:00Z",
+            "cwd": "/w", "uuid": "p", "message": {"role": "user", "content": "Fix the test"}}))];
+        lines.extend(bash("t1", "pytest -q", "3 passed in 0.10s"));
+        lines.extend(bash("s1", "python3 scripts/update_fixtures.py", script_output));
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_temp(&dir, &format!("{sid}.jsonl"), &lines.join("\n"));
+        let (_, runs) = import_paths(&[p], &Options::default());
+        runs.into_iter().next().unwrap().unwrap().package.episode
+    };
+    for (output, paths) in [("Wrote src/generated.py", vec!["src/generated.py"]), ("updated 3 files", vec![])] {
+        let e = import(output);
+        assert_eq!(e.derived.posture, "stale", "after a script printing {output:?}");
+        let inferred: Vec<_> = e.actions.as_ref().unwrap().iter().filter(|a| a.common.grade == "inferred").collect();
+        assert_eq!(inferred.len(), 1, "{output}");
+        assert!(inferred[0].mutates && inferred[0].paths == paths, "{:?}", inferred[0]);
+    }
+    for output in ["", "done", "Wrote /tmp/scratch.json", "Created test database"] {
+        let e = import(output);
+        assert_eq!(e.derived.posture, "current", "after a script printing {output:?}");
+        assert!(e.actions.as_ref().unwrap().iter().all(|a| a.common.grade != "inferred"), "{output}");
+    }
+}
