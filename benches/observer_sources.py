@@ -259,9 +259,389 @@ def inspect(i, steps, end):
     return f"inspect/logs/2026-12-01T10-00-00+00-00_observer_{i:08d}.json", json.dumps(log, indent=1)
 
 
-SOURCES = {"inspect": inspect}
+
+# --------------------------------------------------------------------------------------
+# Gemini CLI 0.56: chats/session-*.jsonl as ChatRecordingService appends it (header,
+# the <session_context> checkpoint naming the workspace, each gemini message written
+# once, then again with its toolCalls when they finish, the functionResponse user turn,
+# `$set` lines). Shapes from tests/fixtures/real/gemini-cli and
+# tests/fixtures/constructed/gemini-cli/constructed-jsonl-v0.56.
+# --------------------------------------------------------------------------------------
+
+GEMINI_MODEL = "gemini-3-flash-preview"
+
+
+def gemini_cli(i, steps, end):
+    import hashlib
+    sid = session_id(i)
+    lines, n, t = [], [0], [0.0]
+    day, hh, mm = 1 + i // 1440 % 28, i // 60 % 24, i % 60
+
+    def at(dt=0.0):
+        t[0] += dt
+        ms = int(round(t[0] * 1000))
+        return f"2026-12-{day:02d}T{hh:02d}:{mm:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}Z" if ms < 60000 else \
+            f"2026-12-{day:02d}T{hh:02d}:{mm + ms // 60000 if mm + ms // 60000 < 60 else 59:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}Z"
+
+    def put(rec):
+        lines.append(json.dumps(rec, separators=(",", ":"), ensure_ascii=False))
+
+    def uid():
+        n[0] += 1
+        return f"{i:08x}-{n[0]:04x}-4{n[0]:03x}-8000-{i:012x}"
+
+    def shell_out(out, code):
+        # v0.49+: <untrusted_context>; v0.27+: `Exit Code:` only when not 0.
+        body = f"Output: {out if out else '(empty)'}"
+        if code:
+            body += f"\nExit Code: {code}"
+        body += f"\nProcess Group PGID: {48000 + n[0]}"
+        return f"<untrusted_context>\n{body}\n</untrusted_context>"
+
+    project_hash = hashlib.sha256(WS.encode()).hexdigest()
+    put({"sessionId": sid, "projectHash": project_hash, "startTime": at(), "lastUpdated": at(), "kind": "main"})
+    env_id = hashlib.sha256(b"environment-context").hexdigest()[:32]
+    ctx = ("<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+           "Today's date is Tuesday, December 1, 2026 (formatted according to the user's locale).\n"
+           "My operating system is: linux\nThe project's temporary directory is: /root/.gemini/tmp/app\n"
+           f"- **Workspace Directories:**\n  - {WS}\n- **Directory Structure:**\n\n"
+           f"Showing up to 200 items (files + folders).\n\n{WS}/\n├───src/\n│   └───app.py\n└───tests/\n"
+           "    └───test_app.py\n\n\n</session_context>")
+    put({"$set": {"messages": [{"id": env_id, "timestamp": at(0.006), "type": "user", "content": [{"text": ctx}]}],
+                  "lastUpdated": at(0.001)}})
+    put({"id": uid(), "timestamp": at(19.0), "type": "user", "content": [{"text": TASK}]})
+    put({"$set": {"lastUpdated": at(0.001)}})
+
+    def turn(calls, text=""):
+        """One model response: the message, then (tools finished) again with toolCalls,
+        then the functionResponse parts as a user turn. `calls`: (name, args, status,
+        output|None, error|None, display)."""
+        mid = uid()
+        msg = {"id": mid, "timestamp": at(2.5), "type": "gemini", "content": text,
+               "thoughts": [{"subject": "Next step", "description": "Checking the change against the tests.",
+                             "timestamp": at(-0.4)}],
+               "tokens": {"input": 9800 + 40 * n[0], "output": 40, "cached": 0, "thoughts": 120, "tool": 0,
+                          "total": 9960 + 40 * n[0]},
+               "model": GEMINI_MODEL}
+        at(0.4)
+        put(msg)
+        put({"$set": {"lastUpdated": at(0.001)}})
+        if not calls:
+            return
+        records, parts = [], []
+        for k, (name, args, status, output, error, display) in enumerate(calls):
+            cid = f"{name}__{name}_{1796118000000 + i * 1000 + n[0]}_{k}"
+            response = {"output": output} if error is None else {"error": error}
+            fr = {"functionResponse": {"id": cid, "name": name, "response": response}}
+            rec = {"id": cid, "name": name, "args": args, "result": [fr], "status": status, "timestamp": at(1.5)}
+            if display is not None:
+                rec["resultDisplay"] = display
+            rec.update({"description": args.get("description", ""), "displayName": {
+                "run_shell_command": "Shell", "replace": "Edit"}.get(name, name), "renderOutputAsMarkdown": False})
+            records.append(rec)
+            parts.append(fr)
+        put({**msg, "toolCalls": records})
+        put({"id": uid(), "timestamp": at(0.006), "type": "user", "content": parts})
+        put({"$set": {"lastUpdated": at(0.001)}})
+
+    def shell(cmd, out, code, desc):
+        return ("run_shell_command", {"command": cmd, "description": desc}, "success", shell_out(out, code), None,
+                out)
+
+    for s in steps:
+        kind = s[0]
+        if kind == "edit":
+            path = f"{WS}/{s[1]}"
+            if s[2]:
+                old, new = "def f(x):\n    return x - 1\n", "def f(x):\n    return x + 1\n"
+                display = {"fileDiff": f"Index: {s[1].split('/')[-1]}\n===================================================================\n"
+                                       f"--- {s[1].split('/')[-1]}\tCurrent\n+++ {s[1].split('/')[-1]}\tProposed\n"
+                                       "@@ -1,2 +1,2 @@\n def f(x):\n-    return x - 1\n+    return x + 1\n",
+                           "fileName": s[1].split("/")[-1], "filePath": path, "originalContent": old,
+                           "newContent": new, "diffStat": {"model_added_lines": 1, "model_removed_lines": 1,
+                                                           "model_added_chars": 16, "model_removed_chars": 16,
+                                                           "user_added_lines": 0, "user_removed_lines": 0,
+                                                           "user_added_chars": 0, "user_removed_chars": 0},
+                           "isNewFile": False}
+                turn([("replace", {"file_path": path, "old_string": "    return x - 1", "new_string": "    return x + 1",
+                                   "instruction": "Fix the off-by-one."}, "success",
+                       f"Successfully modified file: {path} (1 replacements).", None, display)])
+            else:
+                err = (f"Failed to edit, 0 occurrences found for old_string (    return y - 1). Original old_string was "
+                       f"(    return y - 1) in {path}. No edits made. The exact text in old_string was not found. "
+                       "Ensure you're not escaping content incorrectly and check whitespace, indentation, and context. "
+                       "Use read_file tool to verify.")
+                turn([("replace", {"file_path": path, "old_string": "    return y - 1", "new_string": "    return y + 1",
+                                   "instruction": "Fix the off-by-one."}, "error", None, err,
+                       "Error: Failed to edit, could not find the string to replace.")])
+        elif kind == "test":
+            cmd = test_cmd(s[1])
+            if s[2] is None:
+                # The command went to the background (Ctrl+B): the log shows no result.
+                pid = 48100 + n[0]
+                turn([("run_shell_command", {"command": cmd, "description": "Run the test suite."}, "success",
+                       f"<untrusted_context>\nCommand moved to background (PID: {pid}). Output hidden. Press Ctrl+B to view.\n</untrusted_context>",
+                       None, f"Command moved to background (PID: {pid}). Output hidden. Press Ctrl+B to view.")])
+            else:
+                out, code = test_output(s[2])
+                turn([shell(cmd, out, code, "Run the test suite.")])
+        elif kind == "revert":
+            turn([shell(f"git checkout -- {s[1]}", "Updated 1 path from the index", 0, "Restore the file from git.")])
+        elif kind == "script":
+            turn([shell(s[1], script_output(s), 0, "Regenerate the fixtures.")])
+        elif kind == "mcp_write":
+            # The filesystem MCP server's write_file: gemini-cli names an MCP tool that
+            # clashes with a built-in one `server__tool`.
+            path = f"{WS}/{s[1]}"
+            turn([("filesystem__write_file", {"path": path, "content": "X = 1\n"}, "success",
+                   f"Successfully wrote to {path}", None, f"Successfully wrote to {path}")])
+    if end == "claim":
+        turn([], CLAIM)
+    elif end == "interrupt":
+        # Esc while the model answers: the partial reply is not recorded, the CLI's
+        # `Request cancelled.` info item is.
+        put({"id": uid(), "timestamp": at(2.0), "type": "info", "content": "Request cancelled."})
+        put({"$set": {"lastUpdated": at(0.001)}})
+    return f"gemini/tmp/app/chats/session-2026-12-{day:02d}T{hh:02d}-{mm:02d}-{sid[:8]}.jsonl", "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# OpenHands (CodeActAgent, V0 event stream): a trajectory as `save_trajectory_path` and
+# the GUI's export write it (a JSON list of actions and observations linked by `cause`,
+# zoneless timestamps, `tool_call_metadata` with the model response), named by the
+# session: the importer takes the file name as the run and its task. Shapes from
+# tests/fixtures/real/openhands/trajs_*.json and multi_swe_bench_output.jsonl.
+# --------------------------------------------------------------------------------------
+
+def openhands(i, steps, end):
+    sid = session_id(i)
+    events, t, shell_dir = [], [0.0], [WS]
+
+    def at(dt=0.0):
+        t[0] += dt
+        return iso(t[0], zone="", frac=6)
+
+    def add(e):
+        e = {"id": len(events), **e}
+        events.append(e)
+        return e["id"]
+
+    def meta(fn, tid, thought, args):
+        return {"function_name": fn, "tool_call_id": tid, "model_response": {
+            "id": f"chatcmpl-{i:08d}{len(events):04d}", "created": 1796112000 + len(events), "model": "claude-bench",
+            "object": "chat.completion", "system_fingerprint": None,
+            "choices": [{"finish_reason": "tool_calls", "index": 0, "message": {
+                "content": thought, "role": "assistant",
+                "tool_calls": [{"index": 1, "function": {"arguments": json.dumps(args), "name": fn}, "id": tid,
+                                "type": "function"}]}}],
+            "usage": {"completion_tokens": 60, "prompt_tokens": 9000, "total_tokens": 9060}},
+            "total_calls_in_response": 1}
+
+    def call(action, fn, args, thought, message, observation=None, dt=2.0, run_for=0.6):
+        """An agent action and (unless None) its observation: (kind, content, extras, message)."""
+        tid = f"toolu_{i:06d}{len(events):04d}"
+        m = meta(fn, tid, thought, args)
+        a = add({"timestamp": at(dt), "source": "agent", "message": message, "action": action,
+                 "tool_call_metadata": m, "args": {**args_of[action](args), "thought": thought}, "timeout": 120})
+        if observation is None:
+            return
+        kind, content, extras, omsg = observation
+        add({"timestamp": at(run_for), "source": "agent", "message": omsg, "cause": a, "observation": kind,
+             "tool_call_metadata": m, "content": content, "extras": extras})
+
+    args_of = {
+        "run": lambda a: {"command": a["command"], "is_input": False, "blocking": False, "hidden": False,
+                          "confirmation_state": "confirmed"},
+        "edit": lambda a: {"path": a["path"], "command": a["command"], "file_text": None, "old_str": a["old_str"],
+                           "new_str": a["new_str"], "insert_line": None, "content": "", "start": 1, "end": -1,
+                           "impl_source": "oh_aci"},
+        "call_tool_mcp": lambda a: {"name": "write_file", "arguments": a},
+        "finish": lambda a: {"final_thought": a["message"], "task_completed": "true", "outputs": {}},
+    }
+
+    def run(command, out, code, thought, where=None, timeout=False):
+        """A bash command; the persistent shell stays where the command's `cd` left it."""
+        if shell_dir[0] != WS and where is None:
+            command = f"cd {WS} && {command}"
+            shell_dir[0] = WS
+        if where:
+            shell_dir[0] = where
+        suffix = (f"\n[The command has no new output after 30 seconds. You may wait longer to see additional output "
+                  f"by sending empty command '', send other commands to interact with the current process, or send "
+                  f"keys to interrupt/kill the command.]" if timeout else f"\n[The command completed with exit code {code}.]")
+        exit_code = -1 if timeout else code
+        extras = {"command": command, "metadata": {
+            "exit_code": exit_code, "pid": -1, "username": "openhands", "hostname": "4c1e2f9a7b3d",
+            "working_dir": shell_dir[0], "py_interpreter_path": "/usr/bin/python", "prefix": "", "suffix": suffix},
+            "hidden": False}
+        call("run", "execute_bash", {"command": command}, thought, f"Running command: {command}",
+             ("run", out + suffix, extras, f"Command `{command}` executed with exit code {exit_code}."))
+
+    add({"timestamp": at(), "source": "agent", "message": "You are OpenHands agent, a helpful AI assistant that can "
+         "interact with a computer to solve tasks.", "action": "system", "args": {
+             "content": "You are OpenHands agent, a helpful AI assistant that can interact with a computer to solve tasks.",
+             "tools": [], "openhands_version": "0.39.0", "agent_class": "CodeActAgent"}})
+    prompt = f"<uploaded_files>\n{WS}\n</uploaded_files>\nI've uploaded a python code repository in the directory {WS}. {TASK}"
+    add({"timestamp": at(0.001), "source": "user", "message": prompt, "action": "message",
+         "args": {"content": prompt, "image_urls": None, "wait_for_response": False}})
+    for s in steps:
+        kind = s[0]
+        if kind == "edit":
+            path = f"{WS}/{s[1]}"
+            old, new = ("    return x - 1", "    return x + 1") if s[2] else ("    return y - 1", "    return y + 1")
+            args = {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
+            if s[2]:
+                obs = ("edit", f"The file {path} has been edited. Here's the result of running `cat -n` on a snippet of "
+                               f"{path}:\n     1\tdef f(x):\n     2\t    return x + 1\nReview the changes and make sure "
+                               "they are as expected. Edit the file again if necessary.",
+                       {"path": path, "prev_exist": False, "old_content": old, "new_content": new, "impl_source": "oh_aci",
+                        "diff": f"--- {path}\n+++ {path}\n@@ -2 +2 @@\n-{old}\n+{new}", "_diff_cache": None},
+                       f"I edited the file {path}.")
+            else:
+                obs = ("edit", f"ERROR:\nNo replacement was performed, old_str `{old}` did not appear verbatim in {path}.",
+                       {"path": path, "prev_exist": False, "old_content": old, "new_content": new, "impl_source": "oh_aci",
+                        "diff": "", "_diff_cache": None}, f"I edited the file {path}.")
+            call("edit", "str_replace_editor", args, "Let me fix the expression.", "", obs)
+        elif kind == "test":
+            cmd = test_cmd(s[1])
+            where = s[1] if s[1] != WS else None
+            if s[2] is None:
+                # Still running when OpenHands stopped waiting (exit code -1): no result.
+                run(cmd, "============================= test session starts ==============================\n"
+                         "collecting ... ", -1, "Let me run the tests.", where, timeout=True)
+            else:
+                out, code = test_output(s[2])
+                run(cmd, out, code, "Let me run the tests.", where)
+        elif kind == "revert":
+            run(f"git checkout -- {s[1]}", "Updated 1 path from the index", 0, "Let me restore that file.")
+        elif kind == "script":
+            run(s[1], script_output(s), 0, "Let me regenerate the fixtures.")
+        elif kind == "mcp_write":
+            # A tool of an MCP server (the filesystem server's write_file): CodeActAgent
+            # turns it into an MCPAction, answered by an `mcp` observation.
+            path = f"{WS}/{s[1]}"
+            args = {"path": path, "content": "X = 1\n"}
+            result = json.dumps({"meta": None, "content": [{"type": "text", "text": f"Successfully wrote to {path}",
+                                                            "annotations": None}], "isError": False})
+            call("call_tool_mcp", "write_file", args, "Let me write the generated module.", "", (
+                "mcp", result, {"name": "write_file", "arguments": args}, result))
+    if end == "claim":
+        call("finish", "finish", {"message": CLAIM}, CLAIM, CLAIM)
+        add({"timestamp": at(0.01), "source": "environment", "message": "", "observation": "agent_state_changed",
+             "content": "", "extras": {"agent_state": "finished", "reason": ""}})
+    elif end == "interrupt":
+        # The person presses stop in the GUI while the agent is thinking.
+        a = add({"timestamp": at(3.0), "source": "user", "message": "Agent state changed to stopped",
+                 "action": "change_agent_state", "args": {"agent_state": "stopped", "thought": ""}})
+        add({"timestamp": at(0.01), "source": "environment", "message": "", "observation": "agent_state_changed",
+             "content": "", "extras": {"agent_state": "stopped", "reason": ""}})
+    return f"openhands/trajectories/{sid}.json", json.dumps(events, indent=2)
+
+
+# --------------------------------------------------------------------------------------
+# SWE-agent 1.x: <instance>/<instance>.traj (trajectory steps with action, observation,
+# thought, execution_time and state; the history with function calls; info; the run's
+# replay_config naming the problem statement's id, which the importer takes as the
+# task). SWE-agent logs no exit codes: a test's result is its runner's summary line.
+# Shapes from tests/fixtures/real/swe-agent/marshmallow-1867.function_calling_replace.traj.
+# --------------------------------------------------------------------------------------
+
+def swe_agent(i, steps, end):
+    sid = session_id(i)
+    traj, history, shell_dir = [], [], [WS]
+    history.append({"message_type": "system_prompt", "role": "system", "agent": "main",
+                    "content": "You are a helpful assistant that can interact with a computer to solve tasks."})
+    history.append({"message_type": "observation", "role": "user", "agent": "main", "content":
+                    f"<uploaded_files>\n{WS}\n</uploaded_files>\nI've uploaded a python code repository in the directory "
+                    f"{WS}. Consider the following PR description:\n\n<pr_description>\n{TASK}\n</pr_description>"})
+
+    def step(tool, args, action, observation, thought, secs=0.4):
+        cid = f"call_{i:06d}{len(traj):04d}"
+        history.append({"message_type": "action", "role": "assistant", "content": thought, "thought": thought,
+                        "action": action, "agent": "main", "tool_calls": [
+                            {"function": {"arguments": json.dumps(args), "name": tool}, "id": cid, "type": "function"}]})
+        history.append({"message_type": "observation", "role": "tool", "agent": "main", "tool_call_ids": [cid],
+                        "content": [{"type": "text", "text": f"OBSERVATION:\n{observation}"}]})
+        traj.append({"action": action, "observation": observation, "response": thought, "thought": thought,
+                     "execution_time": secs, "state": {"working_dir": shell_dir[0]}, "query": [], "extra_info": {}})
+
+    def bash(command, out, thought, where=None, secs=0.4):
+        # One shell for the whole run: it stays where a `cd` left it.
+        if shell_dir[0] != WS and where is None:
+            command = f"cd {WS} && {command}"
+        shell_dir[0] = where or WS
+        step("bash", {"command": command}, command, out, thought, secs)
+
+    def q(text):
+        return "'" + text.replace("'", "'\"'\"'") + "'"
+
+    for s in steps:
+        kind = s[0]
+        if kind == "edit":
+            path = f"{WS}/{s[1]}"
+            old, new = ("    return x - 1", "    return x + 1") if s[2] else ("    return y - 1", "    return y + 1")
+            args = {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
+            action = f"str_replace_editor str_replace {path}   --old_str {q(old)} --new_str {q(new)}"
+            if s[2]:
+                obs = (f"The file {path} has been edited. Here's the result of running `cat -n` on a snippet of {path}:\n"
+                       f"     1\tdef f(x):\n     2\t    return x + 1\nReview the changes and make sure they are as "
+                       "expected. Edit the file again if necessary.")
+            else:
+                obs = f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}."
+            step("str_replace_editor", args, action, obs, "Let me fix the expression.")
+        elif kind == "test":
+            cmd = test_cmd(s[1])
+            where = s[1] if s[1] != WS else None
+            if s[2] is None:
+                # The harness killed the command at its timeout: no result.
+                bash(cmd, f"The command '{cmd}' was cancelled because it took more than 300 seconds. Please try a "
+                          "different command that completes more quickly. Note: A common source of this error is if "
+                          "the command is interactive or requires user input (it is impossible to receive user input "
+                          "in the current environment, so the command will never complete).",
+                     "Let me run the tests.", where, secs=300.0)
+            else:
+                bash(cmd, test_output(s[2])[0], "Let me run the tests.", where, secs=1.2)
+        elif kind == "revert":
+            bash(f"git checkout -- {s[1]}", "Updated 1 path from the index", "Let me restore that file.")
+        elif kind == "script":
+            bash(s[1], script_output(s) or "Your command ran successfully and did not produce any output.",
+                 "Let me regenerate the fixtures.")
+    diff = ("diff --git a/src/app.py b/src/app.py\nindex 3b18e51..9c1f7a2 100644\n--- a/src/app.py\n+++ b/src/app.py\n"
+            "@@ -1,2 +1,2 @@\n def f(x):\n-    return x - 1\n+    return x + 1\n")
+    info = {"swe_agent_version": "1.1.0", "swe_rex_version": "1.2.1"}
+    if end == "claim":
+        step("submit", {}, "submit", diff, CLAIM)
+        info.update({"submission": diff, "exit_status": "submitted"})
+    # "cut": SWE-agent saves the trajectory after every step; a run stopped mid-way
+    # leaves one without exit status or submission.
+    info["model_stats"] = {"instance_cost": 0.12, "tokens_sent": 90000, "tokens_received": 2400,
+                           "api_calls": len(traj)}
+    config = {
+        "env": {"deployment": {"image": "python:3.11", "type": "docker"},
+                "repo": {"path": WS, "base_commit": "HEAD", "type": "local"}, "post_startup_commands": [],
+                "name": "main"},
+        "agent": {"name": "main", "model": {"name": "claude-bench", "per_instance_cost_limit": 3.0,
+                                             "temperature": 0.0, "top_p": 1.0},
+                  "tools": {"filter": {"blocklist": ["vim", "vi", "emacs", "nano", "nohup", "gdb", "less", "tail -f",
+                                                     "python -m venv", "make"]},
+                            "bundles": [{"path": "tools/registry"}, {"path": "tools/edit_anthropic"},
+                                        {"path": "tools/review_on_submit_m"}],
+                            "enable_bash_tool": True, "parse_function": {"type": "function_calling"}},
+                  "type": "default"},
+        "problem_statement": {"text": TASK, "extra_fields": {}, "type": "text", "id": sid},
+        "output_dir": "trajectories/bench", "actions": {"open_pr": False, "apply_patch_locally": False},
+        "env_var_path": None,
+    }
+    doc = {"environment": "main", "trajectory": traj, "history": history, "info": info,
+           "replay_config": json.dumps(config)}
+    return f"swe-agent/trajectories/bench/{sid}/{sid}.traj", json.dumps(doc, indent=2)
+
+
+SOURCES = {"inspect": inspect, "gemini-cli": gemini_cli, "openhands": openhands,
+           "swe-agent": swe_agent}
 
 ONLY = {
-    "mcp_write": {"inspect"},
+    "mcp_write": {"inspect", "gemini-cli", "openhands"},
     "parallel": {"inspect"},
+    "interrupt": {"claude-code", "codex", "inspect", "gemini-cli", "openhands"},
 }

@@ -19,7 +19,10 @@
 
 use std::collections::BTreeMap;
 
-use epistore_package::{BuiltPackage, Layout, PackageBuilder, Posture, Problem, TraceKind, FORMAT_V1_2, TRACE_FILES};
+use epistore_package::{
+    BuiltPackage, Layout, PackageBuilder, Posture, Problem, TraceKind, FINAL_STATE_DIGEST, FORMAT_V1_2, STATE_DIGEST,
+    TRACE_FILES,
+};
 use serde_json::{json, Map, Value};
 
 use crate::secrets::{self, Finding};
@@ -372,9 +375,14 @@ pub struct Recorder {
     /// The calls being recorded are a person's or the harness's, not the agent's: they
     /// get no assistant call and tool result messages.
     not_agent: bool,
-    /// The workspace state the harness identifies the actions recorded now by (OpenCode's
-    /// step snapshot tree): written on each as `workspace_state`.
-    workspace_state: Option<String>,
+    /// The workspace state the log last recorded (OpenCode's step snapshot tree), with
+    /// the number of ok mutations by then: the `state_digest` of the records made while
+    /// that number holds.
+    state: Option<(String, u64)>,
+    /// The workspace state the log last recorded (a harness's digest), with the number
+    /// of actions recorded by then: the run's end state when none came after it.
+    end_state: Option<(String, usize)>,
+    actions_recorded: usize,
     /// The log shows what the agent did ([`Recorder::agent_not_observed`]).
     agent_observed: bool,
     /// The log ends inside the agent's turn (a cut log): whether it went on to claim
@@ -440,7 +448,9 @@ impl Recorder {
             edit_diffs: Vec::new(),
             fragment_diffs: false,
             not_agent: false,
-            workspace_state: None,
+            state: None,
+            end_state: None,
+            actions_recorded: 0,
             agent_observed: true,
             claim_unknown: false,
             ok_mutations: 0,
@@ -820,9 +830,10 @@ impl Recorder {
         f.insert("mutates".into(), json!(effect.mutates));
         f.insert("ok".into(), json!(effect.ok));
         f.insert("tool_seq".into(), json!(tool_seq));
-        if let Some(state) = &self.workspace_state {
-            f.insert("workspace_state".into(), json!(state));
+        if let Some(state) = self.state_digest() {
+            f.insert(STATE_DIGEST.into(), json!(state));
         }
+        self.actions_recorded += 1;
         if effect.mutates && effect.ok {
             if let Some((call, Some(end))) = self.current_call.filter(|(call, _)| *call == tool_seq) {
                 self.mutation_ends.push((call, self.ok_mutations, end));
@@ -848,10 +859,29 @@ impl Recorder {
             .filter(|before| *before < self.ok_mutations)
     }
 
-    /// The workspace state (a harness's own identity of it, such as a git tree id) the
-    /// actions recorded from now on started from; `None` when the log gives none.
+    /// The workspace state (a harness's own identity of it, such as a git tree id) at
+    /// this point of the log; `None` when the log gives none. Actions and checks
+    /// recorded from now on carry it as their `state_digest` (docs/format.md §9.5) until
+    /// an ok mutation changes the state: never a digest the log did not give for the
+    /// state a record started from.
     pub fn workspace_state(&mut self, state: Option<&str>) {
-        self.workspace_state = state.map(str::to_string);
+        self.state = state.map(|s| (s.to_string(), self.ok_mutations));
+    }
+
+    /// The workspace state the log records at this point, which is the run's end state
+    /// (`outcome.final_state_digest`) when no action is recorded after it.
+    pub fn end_state(&mut self, state: Option<&str>) {
+        self.end_state = state.map(|s| (s.to_string(), self.actions_recorded));
+    }
+
+    /// The digest of the state a record made now started from, when the log gave one.
+    fn state_digest(&self) -> Option<&str> {
+        self.state.as_ref().filter(|(_, at)| *at == self.ok_mutations).map(|(d, _)| d.as_str())
+    }
+
+    /// `outcome.final_state_digest`: the last recorded state, when nothing was done after it.
+    fn final_state(&self) -> Option<&str> {
+        self.end_state.as_ref().filter(|(_, at)| *at == self.actions_recorded).map(|(d, _)| d.as_str())
     }
 
     /// A path relative to the working directory when it lies inside it (section 2).
@@ -927,6 +957,9 @@ impl Recorder {
                     f.insert("result".into(), json!(result));
                     if let (Some(code), true) = (exit, analysis.segments.len() == 1 && !seg.piped) {
                         f.insert("exit_code".into(), json!(code));
+                    }
+                    if let Some(state) = self.state_digest() {
+                        f.insert(STATE_DIGEST.into(), json!(state));
                     }
                     if let Some(revision) = self.overlapped_revision(call.ts.as_deref(), tool_seq) {
                         f.insert("revision".into(), json!(revision));
@@ -1294,7 +1327,11 @@ impl Recorder {
         // The label needs the posture, which the store derives from the traces: derive
         // it with a placeholder outcome (no artifact is serialised or hashed for that),
         // then write the real one.
-        self.builder.outcome(json!({"label": null}));
+        let mut placeholder = json!({"label": null});
+        if let Some(state) = self.final_state() {
+            placeholder[FINAL_STATE_DIGEST] = json!(state);
+        }
+        self.builder.outcome(placeholder);
         let derived = self.builder.derive().map_err(|p| Refusal::new(&source_name, None, p.to_string()))?;
         let outcome = self.outcome(&derived.posture);
         // The final message was counted (and replaced) with the records.
@@ -1526,6 +1563,9 @@ impl Recorder {
         }
         if let Some(m) = &self.final_message {
             o["final_message"] = json!(m);
+        }
+        if let Some(state) = self.final_state() {
+            o[FINAL_STATE_DIGEST] = json!(state);
         }
         let mut cost = Map::new();
         if let Some(t) = self.tokens_in {

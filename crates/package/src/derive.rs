@@ -1,7 +1,7 @@
 //! Derived state (docs/format.md §6): observed revisions, check freshness, evidence posture.
 //! The store computes these; a recorder's own claims are kept beside them.
 
-use crate::model::{Episode, TRACE_FILES};
+use crate::model::{Episode, FINAL_STATE_DIGEST, STATE_DIGEST, TRACE_FILES};
 
 /// The evidence posture of an episode (docs/format.md §6.3). Its spelling, [`Posture::as_str`], is
 /// the one the contract, the store and SQL use; [`crate::POSTURES`] lists it.
@@ -71,6 +71,12 @@ pub fn derive_state(e: &mut Episode) -> Result<(), (&'static str, u32, String)> 
     stamp!(e.interventions);
     stamp!(e.entropy);
 
+    // State identity (docs/format.md §9.5): where both the state a check started from
+    // and the state at the end are recorded, they decide its freshness; elsewhere the
+    // revisions do.
+    // Only a 1.2 package's digests are read: in earlier revisions the field is unknown.
+    let digests = crate::Revision::of(&e.manifest.format).is_some_and(|r| r >= crate::Revision::V1_2);
+    let final_state = extra_string(&e.outcome.extra, FINAL_STATE_DIGEST).filter(|_| digests);
     for check in e.checks.iter_mut().flatten() {
         if let Some(r) = check.recorded_revision {
             if r > final_revision {
@@ -82,25 +88,38 @@ pub fn derive_state(e: &mut Episode) -> Result<(), (&'static str, u32, String)> 
             }
         }
         check.bound_revision = check.recorded_revision.unwrap_or(check.common.revision);
-        check.fresh = check.bound_revision == final_revision;
+        check.fresh =
+            match (final_state.as_ref().and_then(|_| extra_string(&check.common.extra, STATE_DIGEST)), &final_state) {
+                (Some(started), Some(end)) => started == *end,
+                _ => check.bound_revision == final_revision,
+            };
     }
     e.derived.final_revision = final_revision;
     e.derived.posture = posture(e).as_str().to_string();
     Ok(())
 }
 
-/// The first rule of docs/format.md §6.3 that holds.
+/// A string field kept in a record's `extra` (a field the typed records have no place
+/// for); `None` when absent or not a string.
+fn extra_string(extra: &Option<String>, name: &str) -> Option<String> {
+    let text = extra.as_deref().filter(|t| t.contains(name))?;
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value.get(name)?.as_str().map(str::to_string)
+}
+
+/// The first rule of docs/format.md §6.3 that holds. "Bound to the final revision"
+/// reads as "fresh" (§6.2): the same thing unless state digests say otherwise (§9.5).
+/// Rule 3's "final revision > 0" follows from a check that is not fresh.
 fn posture(e: &Episode) -> Posture {
     if !e.manifest.trace_complete {
         return Posture::Unknown;
     }
-    let last = e.derived.final_revision;
-    let on_final = || e.agent_checks().filter(|c| c.bound_revision == last);
+    let on_final = || e.agent_checks().filter(|c| c.fresh);
     if on_final().any(|c| c.failed()) {
         return Posture::Failure;
     }
     let passed_on_final = on_final().any(|c| c.passed());
-    if last > 0 && !passed_on_final && e.agent_checks().any(|c| c.bound_revision < last) {
+    if !passed_on_final && e.agent_checks().any(|c| !c.fresh) {
         return Posture::Stale;
     }
     if e.agent_checks().next().is_none() {
@@ -480,5 +499,60 @@ mod tests {
             assert_eq!(with_others.ok().checks.unwrap().len(), all.len());
             assert_posture(&with_others, expected);
         }
+    }
+
+    // ---- state digests (revision 1.2, docs/format.md §9.5) -------------------------------
+
+    fn revision_1_2(actions: &[Value], checks: &[Value], final_state: Option<&str>) -> Pkg {
+        let mut p = pkg(actions, Some(checks)).set("manifest.json", "format", json!(crate::FORMAT_V1_2));
+        if let Some(d) = final_state {
+            p = p.set("outcome.json", "final_state_digest", json!(d));
+        }
+        p
+    }
+
+    fn in_state(digest: &str, record: Value) -> Value {
+        with(record, json!({"state_digest": digest}))
+    }
+
+    #[test]
+    fn an_undo_back_to_the_checked_state_keeps_the_check_fresh() {
+        // edit (seq 1), a pass on state A (seq 2), an edit and its undo (seqs 3, 4): the
+        // run ends in state A again, the state the test ran on.
+        let p = revision_1_2(&[edit(1), edit(3), edit(4)], &[in_state("tree:a", agent(2, "pass"))], Some("tree:a"));
+        let e = p.ok();
+        assert_eq!(e.derived.final_revision, 3);
+        assert!(e.checks.as_ref().unwrap()[0].fresh);
+        assert_eq!(e.derived.posture, "current");
+        // Without the end state the revisions decide: stale.
+        assert_posture(
+            &revision_1_2(&[edit(1), edit(3), edit(4)], &[in_state("tree:a", agent(2, "pass"))], None),
+            Posture::Stale,
+        );
+    }
+
+    #[test]
+    fn a_change_no_action_shows_makes_the_check_stale() {
+        // A pass on state A, no recorded mutation after it, and the run ends in state B
+        // (a script wrote silently): the test did not test the end state.
+        let p = revision_1_2(&[edit(1)], &[in_state("tree:a", agent(2, "pass"))], Some("tree:b"));
+        let e = p.ok();
+        assert_eq!((e.derived.final_revision, e.checks.as_ref().unwrap()[0].bound_revision), (1, 1));
+        assert!(!e.checks.as_ref().unwrap()[0].fresh);
+        assert_eq!(e.derived.posture, "stale");
+        // A failure on a state that is not the end state is no failure of the end state.
+        let p = revision_1_2(&[], &[in_state("tree:a", agent(2, "fail"))], Some("tree:b"));
+        assert_posture(&p, Posture::Stale);
+    }
+
+    #[test]
+    fn digests_are_read_only_in_revision_1_2_and_only_with_both_ends() {
+        let checks = [in_state("tree:a", agent(2, "pass"))];
+        // A 1.1 package: the fields are unknown, kept and not read.
+        let p =
+            revision_1_2(&[edit(1)], &checks, Some("tree:b")).set("manifest.json", "format", json!(crate::FORMAT_V1_1));
+        assert_posture(&p, Posture::Current);
+        // A check with no digest of its own: its revision decides.
+        assert_posture(&revision_1_2(&[edit(1)], &[agent(2, "pass")], Some("tree:b")), Posture::Current);
     }
 }

@@ -111,6 +111,16 @@ impl<'a> Obj<'a> {
         self.nested(name, self.map.get(name).filter(|v| !v.is_null()))
     }
 
+    /// A string field read to be checked only: like [`Obj::object_kept_in_extra`] it
+    /// stays among the unknown fields, kept in `extra`, where the derivation reads it
+    /// (a field the store's typed records have no place for; docs/format.md §9.5).
+    pub fn string_kept_in_extra(&self, name: &str) -> FieldResult<()> {
+        match self.map.get(name) {
+            None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
+            Some(other) => self.fail(name, format!("expected a string, found {}", type_name(other))),
+        }
+    }
+
     fn nested(&self, name: &str, value: Option<&'a Value>) -> FieldResult<Option<Obj<'a>>> {
         match value {
             None => Ok(None),

@@ -19,6 +19,12 @@ pub const RESPONSIBILITIES: &[&str] = &[
     "intervention_recording",
 ];
 pub const GRADES: &[&str] = &["observed", "derived", "inferred"];
+/// Revision 1.2 (docs/format.md §9.5): on an action or check, the workspace state it
+/// started from, as the harness identifies it (kept in the record's `extra`).
+pub const STATE_DIGEST: &str = "state_digest";
+/// Revision 1.2 (docs/format.md §9.5): in `outcome.json`, the workspace state at the
+/// end of the run (kept in the outcome's `extra`).
+pub const FINAL_STATE_DIGEST: &str = "final_state_digest";
 pub const ACTION_KINDS: &[&str] =
     &["read", "search", "edit", "create", "delete", "run", "plan", "message", "complete", "other"];
 pub const FAILURE_TYPES: &[&str] =

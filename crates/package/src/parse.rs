@@ -377,6 +377,9 @@ fn parse_message(o: &Obj, common: Common, _: Revision) -> FieldResult<Message> {
 }
 
 fn parse_action(o: &Obj, common: Common, revision: Revision) -> FieldResult<Action> {
+    if revision >= Revision::V1_2 {
+        o.string_kept_in_extra(STATE_DIGEST)?;
+    }
     let kind = o.enumerated("kind", ACTION_KINDS)?;
     let mutates_by_default = matches!(kind.as_deref(), Some("edit" | "create" | "delete"));
     Ok(Action {
@@ -431,7 +434,10 @@ fn parse_context(o: &Obj, common: Common, _: Revision) -> FieldResult<ContextRec
     })
 }
 
-fn parse_check(o: &Obj, common: Common, _: Revision) -> FieldResult<Check> {
+fn parse_check(o: &Obj, common: Common, revision: Revision) -> FieldResult<Check> {
+    if revision >= Revision::V1_2 {
+        o.string_kept_in_extra(STATE_DIGEST)?;
+    }
     let actor = o.enumerated("actor", CHECK_ACTORS)?;
     let verifier = o.string("verifier")?;
     let verdict = o.enumerated("verdict", VERDICTS)?;
@@ -667,6 +673,9 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
         final_message: if revision >= Revision::V1_2 { o.string("final_message")? } else { None },
         extra: None,
     };
+    if revision >= Revision::V1_2 {
+        o.string_kept_in_extra(FINAL_STATE_DIGEST)?;
+    }
     // Unknown fields are kept (docs/format.md §2), nested ones under their parent's key: every
     // field not read above.
     let mut extra = o.unknown();
@@ -1998,6 +2007,24 @@ pub(crate) mod tests {
             assert_eq!(extra(&e.outcome.extra), json!({"final_message": ["not", "read"]}));
             assert_eq!(extra(&e.actions.as_ref().unwrap()[0].common.extra), json!({"diff": 3}));
         }
+    }
+
+    #[test]
+    fn revision_1_2_state_digests_must_be_strings_and_stay_in_extra() {
+        let e = revision_1_2()
+            .set(OUTCOME, "final_state_digest", json!("tree:a"))
+            .trace("actions", &[json!({"seq": 0, "kind": "edit", "state_digest": "tree:0"})])
+            .ok();
+        assert_eq!(extra(&e.outcome.extra), json!({"final_state_digest": "tree:a"}));
+        assert_eq!(extra(&e.actions.as_ref().unwrap()[0].common.extra), json!({"state_digest": "tree:0"}));
+        assert_rejected(
+            &revision_1_2().set(OUTCOME, "final_state_digest", json!(1)),
+            OUTCOME,
+            None,
+            Some("final_state_digest"),
+        );
+        let pkg = revision_1_2().trace("verification", &[json!({"seq": 0, "check_id": "t", "state_digest": ["x"]})]);
+        assert_rejected(&pkg, "traces/verification.jsonl", Some(1), Some("state_digest"));
     }
 
     #[test]

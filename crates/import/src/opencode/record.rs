@@ -108,11 +108,24 @@ fn assistant(rec: &mut Recorder, m: &Map<String, Value>, parts: &[Map<String, Va
         said = said.author("compaction");
     }
     rec.message(said);
-    // The step's calls started from the workspace as its start snapshot has it.
-    let snapshot = parts_of(parts, "step-start").find_map(|p| s(p, "snapshot"));
-    rec.workspace_state(snapshot);
-    for p in parts_of(parts, "tool") {
-        call(rec, p);
+    // The workspace as each step's snapshots have it (a git tree id of the worktree): a
+    // step's calls start from its start snapshot; its finish snapshot is the state after
+    // it, the run's end state when nothing follows.
+    for p in parts {
+        match s(p, "type") {
+            Some("step-start") => {
+                rec.workspace_state(s(p, "snapshot"));
+                rec.end_state(s(p, "snapshot"));
+            }
+            Some("tool") => {
+                call(rec, p);
+            }
+            Some("step-finish") => {
+                rec.workspace_state(s(p, "snapshot"));
+                rec.end_state(s(p, "snapshot"));
+            }
+            _ => {}
+        }
     }
     rec.workspace_state(None);
     if let Some(err) = m.get("error").and_then(Value::as_object) {

@@ -45,7 +45,7 @@ fn assert_calc_session(e: &epistore_package::Episode) {
     // An action carries its step's start snapshot (step-start.snapshot).
     let state = |x: &epistore_package::Action| -> Option<String> {
         let extra: Value = serde_json::from_str(x.common.extra.as_deref()?).ok()?;
-        extra.get("workspace_state").and_then(Value::as_str).map(str::to_string)
+        extra.get("state_digest").and_then(Value::as_str).map(str::to_string)
     };
     // The edit's step started from the tree the failing test's step ended on.
     assert_eq!(state(edit_action).as_deref(), Some("cfa82eb1ca2a7551b428c4dced4d7d4f8f6223ea"));
@@ -200,4 +200,80 @@ fn a_truncated_export_is_refused_with_its_line_and_a_store_without_tables_by_wha
     Connection::open(&db).unwrap().execute_batch("CREATE TABLE session (id text);").unwrap();
     let (plan, _) = import_paths(&[db], &Options::default());
     assert!(plan.refused[0].1.reason.contains("no `message` table"), "{:?}", plan.refused);
+}
+
+/// State identity (docs/format.md §9.5, docs/importers.md §10): OpenCode records the
+/// worktree's tree id at every step's start and finish. A check is fresh for the state
+/// it ran on: a script that changed the tree silently after the passing test makes it
+/// stale (no action shows the write, the snapshots do), and an edit undone back to the
+/// tested tree leaves it fresh although two edits came after it.
+#[test]
+fn step_snapshots_decide_freshness_where_they_name_both_states() {
+    use serde_json::json;
+    let sid = "ses_4a0f11aa2ffeSnapshotsTest1";
+    let step = |n: u64, start: &str, tools: Vec<Value>, finish: &str| {
+        let mid = format!("msg_{n:03}");
+        let mut parts = vec![json!({"type": "step-start", "snapshot": start})];
+        parts.extend(tools);
+        parts.push(json!({"type": "step-finish", "reason": "tool-calls", "snapshot": finish, "cost": 0.0,
+                          "tokens": {"input": 10, "output": 5, "reasoning": 0, "cache": {"read": 0, "write": 0}}}));
+        json!({"info": {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": 1771000000000u64 + n * 1000,
+               "completed": 1771000000500u64 + n * 1000}, "modelID": "gpt-5.2", "providerID": "openai"}, "parts": parts})
+    };
+    let bash = |id: &str, command: &str, output: &str, exit: i64| {
+        json!({"type": "tool", "callID": id, "tool": "bash", "state": {"status": "completed",
+               "input": {"command": command, "description": "run"}, "output": output, "metadata": {"exit": exit}}})
+    };
+    let edit = |id: &str, old: &str, new: &str| {
+        json!({"type": "tool", "callID": id, "tool": "edit", "state": {"status": "completed",
+               "input": {"filePath": "/w/calc.py", "oldString": old, "newString": new}, "output": "", "metadata": {}}})
+    };
+    let session = |after_test: Vec<Value>| {
+        let mut messages = vec![
+            json!({"info": {"id": "msg_000", "sessionID": sid, "role": "user", "time": {"created": 1771000000000u64}},
+                   "parts": [{"type": "text", "text": "Fix calc.py"}]}),
+            step(1, "tree0", vec![edit("e1", "a - b", "a + b")], "tree1"),
+            step(2, "tree1", vec![bash("t1", "python -m pytest -q", "1 passed in 0.01s", 0)], "tree1"),
+        ];
+        messages.extend(after_test);
+        let text = json!({"info": {"id": sid, "directory": "/w", "version": "1.1.60", "title": "t",
+                                   "time": {"created": 1771000000000u64}}, "messages": messages});
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("export.json");
+        std::fs::write(&p, text.to_string()).unwrap();
+        let (_, runs) = import_paths(&[p], &Options::default());
+        runs.into_iter().next().unwrap().unwrap().package.episode
+    };
+    let digest = |extra: &Option<String>, key: &str| -> Option<String> {
+        serde_json::from_str::<Value>(extra.as_deref()?).ok()?.get(key)?.as_str().map(str::to_string)
+    };
+
+    // A silent script: no mutation is recorded, the tree changed.
+    let e = session(vec![step(3, "tree1", vec![bash("s1", "python3 scripts/gen.py", "", 0)], "tree2")]);
+    let check = &e.checks.as_ref().unwrap()[0];
+    assert_eq!(digest(&check.common.extra, "state_digest").as_deref(), Some("tree1"));
+    assert_eq!(digest(&e.outcome.extra, "final_state_digest").as_deref(), Some("tree2"));
+    assert_eq!((e.derived.final_revision, check.bound_revision, check.fresh), (1, 1, false));
+    assert_eq!(e.derived.posture, "stale");
+
+    // An edit and its undo: back on the tree the test ran on.
+    let e = session(vec![
+        step(3, "tree1", vec![edit("e2", "a + b", "a * b")], "tree3"),
+        step(4, "tree3", vec![edit("e3", "a * b", "a + b")], "tree1"),
+    ]);
+    let check = &e.checks.as_ref().unwrap()[0];
+    assert_eq!((e.derived.final_revision, check.bound_revision, check.fresh), (3, 1, true));
+    assert_eq!(e.derived.posture, "current");
+    // The second edit started from tree3; none of the records after a mutation in a
+    // step carries the step's start tree.
+    let states: Vec<Option<String>> =
+        e.actions.iter().flatten().filter(|a| a.mutates).map(|a| digest(&a.common.extra, "state_digest")).collect();
+    assert_eq!(states, [Some("tree0".into()), Some("tree1".into()), Some("tree3".into())]);
+
+    // A log whose last step names no end tree: the revisions decide (stale).
+    let mut last = step(3, "tree1", vec![edit("e2", "a + b", "a * b")], "x");
+    last["parts"][2].as_object_mut().unwrap().remove("snapshot");
+    let e = session(vec![last]);
+    assert_eq!(digest(&e.outcome.extra, "final_state_digest"), None);
+    assert_eq!(e.derived.posture, "stale");
 }
