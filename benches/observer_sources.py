@@ -5,16 +5,22 @@ Each writer has the signature of `observer_bench.claude_code` / `codex`:
 `writer(i, steps, end) -> (relative_path, text_or_bytes)`, and writes the abstract steps
 of a scenario in the real shape of that tool's log (copied from the real logs under
 tests/fixtures/real/ and from docs/importers.md §9). The run's task, as the store
-derives it, is `session_id(i)`, or `PREFIX/session_id(i)` where the format always
-writes a prefix (Inspect `{eval.task}/{sample id}`, aider `aider/{TS}`): `task_key`
-gives back the session id.
+derives it, is `session_id(i)`, except for Inspect, whose task is always
+`{eval.task}/{sample id}` (here `observer/<session id>`): match episodes on
+`task_key(task)`, which gives back the session id for every source.
 
     SOURCES  {format name: writer}
-    ONLY     {hazard: the sources that can express it} (merged with the bench's ONLY;
-             a hazard not listed runs everywhere)
+    ONLY     {hazard: every source that can express it}, for the hazards some source
+             cannot (merge with the bench's ONLY by union; a hazard not listed runs
+             everywhere)
+
+Not written: aider. Its chat history shows an automatic test run only when it fails
+(`Attempt to fix test errors?`), and never the output of a command the model ran, so
+no aider log can show the passing test every scenario starts with.
 """
 import json
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,11 +43,13 @@ def test_cmd(where):
     return "python3 -m pytest -q tests" if where == WS else f"cd {where} && python3 -m pytest -q tests"
 
 
-def iso(seconds, sep="T", zone="+00:00", frac=6):
-    """2026-12-01T10:MM:SS.ffffff+00:00 from seconds since 10:00."""
-    s = int(seconds)
-    f = f"{seconds - s:.{frac}f}"[1:] if frac else ""
-    return f"2026-12-01{sep}{10 + s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}{f}{zone}"
+def iso(seconds, zone="+00:00", frac=6):
+    """The time `seconds` after 2026-12-01 10:00 UTC, as RFC 3339 with `frac` digits."""
+    t = datetime(2026, 12, 1, 10, tzinfo=timezone.utc) + timedelta(microseconds=round(seconds * 1e6))
+    text = t.strftime("%Y-%m-%dT%H:%M:%S")
+    if frac:
+        text += "." + f"{t.microsecond:06d}"[:frac]
+    return text + zone
 
 
 # --------------------------------------------------------------------------------------
@@ -51,7 +59,7 @@ def iso(seconds, sep="T", zone="+00:00", frac=6):
 # ToolEvent `timestamp` = start, `completed` = end).
 # --------------------------------------------------------------------------------------
 
-def inspect(i, steps, end):
+def inspect_ai(i, steps, end):
     sid = session_id(i)
     events, n, t = [], [0], [1.0]
 
@@ -275,13 +283,11 @@ def gemini_cli(i, steps, end):
     import hashlib
     sid = session_id(i)
     lines, n, t = [], [0], [0.0]
-    day, hh, mm = 1 + i // 1440 % 28, i // 60 % 24, i % 60
+    hh, mm = 10 + i // 60 % 14, i % 60  # the file name's minute: one name per run
 
     def at(dt=0.0):
         t[0] += dt
-        ms = int(round(t[0] * 1000))
-        return f"2026-12-{day:02d}T{hh:02d}:{mm:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}Z" if ms < 60000 else \
-            f"2026-12-{day:02d}T{hh:02d}:{mm + ms // 60000 if mm + ms // 60000 < 60 else 59:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}Z"
+        return iso(t[0] + 60 * (i % 1440), zone="Z", frac=3)
 
     def put(rec):
         lines.append(json.dumps(rec, separators=(",", ":"), ensure_ascii=False))
@@ -402,7 +408,7 @@ def gemini_cli(i, steps, end):
         # `Request cancelled.` info item is.
         put({"id": uid(), "timestamp": at(2.0), "type": "info", "content": "Request cancelled."})
         put({"$set": {"lastUpdated": at(0.001)}})
-    return f"gemini/tmp/app/chats/session-2026-12-{day:02d}T{hh:02d}-{mm:02d}-{sid[:8]}.jsonl", "\n".join(lines) + "\n"
+    return f"gemini/tmp/app/chats/session-2026-12-01T{hh:02d}-{mm:02d}-{sid[:8]}.jsonl", "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------
@@ -637,11 +643,449 @@ def swe_agent(i, steps, end):
     return f"swe-agent/trajectories/bench/{sid}/{sid}.traj", json.dumps(doc, indent=2)
 
 
-SOURCES = {"inspect": inspect, "gemini-cli": gemini_cli, "openhands": openhands,
-           "swe-agent": swe_agent}
+# --------------------------------------------------------------------------------------
+# mini-SWE-agent 2.x: <instance>/<instance>.traj.json ({info, messages,
+# trajectory_format}), text-based actions (```mswea_bash_command blocks), each command in
+# a new subshell of `environment.cwd`, observations with `extra.raw_output` and
+# `returncode`. Everything goes through bash: edits are `sed -i` (and a `git apply` that
+# does not apply, for an edit refused). Shapes from
+# tests/fixtures/real/mini-swe-agent/generated/slugify.success.traj.json.
+# --------------------------------------------------------------------------------------
+
+def mini_swe_agent(i, steps, end):
+    sid = session_id(i)
+    t0 = 1796115600.0 + i * 600
+    clock = [t0]
+    system = ("You are a helpful assistant that can interact with a computer.\n\nYour response must contain exactly ONE "
+              "bash code block with ONE command (or commands connected with && or ||).")
+    template = "Please solve this issue: {{task}}\n\nYou can execute bash commands and edit files to implement the necessary changes."
+    messages = [{"role": "system", "content": system},
+                {"role": "user", "content": template.replace("{{task}}", TASK)}]
+
+    def act(command, thought, out, code, exception=None):
+        clock[0] += 3.0
+        messages.append({"role": "assistant", "content": f"THOUGHT: {thought}\n\n```mswea_bash_command\n{command}\n```",
+                         "extra": {"actions": [{"command": command}], "cost": 0.01}})
+        if out is None:
+            return
+        clock[0] += 1.0
+        extra = {"raw_output": out, "returncode": code, "timestamp": round(clock[0], 6), "exception_info": ""}
+        head = ""
+        if exception:
+            extra.update(exception)
+            head = f"<exception>{exception['exception_info']}</exception>\n"
+        messages.append({"role": "user", "content": f"{head}<returncode>{code}</returncode>\n<output>\n{out}</output>",
+                         "extra": extra})
+
+    for s in steps:
+        kind = s[0]
+        if kind == "edit":
+            if s[2]:
+                act(f"sed -i 's/return x - 1/return x + 1/' {s[1]}", "Fix the off-by-one.", "", 0)
+            else:
+                patch = (f"git apply <<'EOF'\n--- a/{s[1]}\n+++ b/{s[1]}\n@@ -1,2 +1,2 @@\n def f(y):\n"
+                         "-    return y - 1\n+    return y + 1\nEOF")
+                act(patch, "Apply the fix as a patch.",
+                    f"error: patch failed: {s[1]}:1\nerror: {s[1]}: patch does not apply\n", 1)
+        elif kind == "test":
+            cmd = test_cmd(s[1])
+            if s[2] is None:
+                # Killed at the environment's timeout: no result.
+                act(cmd, "Run the tests.", "", -1, {
+                    "exception_info": f"An error occurred while executing the command: Command '{cmd}' timed out after 30 seconds",
+                    "exception_type": "TimeoutExpired", "exception": f"Command '{cmd}' timed out after 30 seconds"})
+            else:
+                out, code = test_output(s[2])
+                act(cmd, "Run the tests.", out + "\n", code)
+        elif kind == "revert":
+            act(f"git checkout -- {s[1]}", "Restore the file.", "Updated 1 path from the index\n", 0)
+        elif kind == "script":
+            out = script_output(s)
+            act(s[1], "Regenerate the fixtures.", out + "\n" if out else "", 0)
+    info = {"model_stats": {"instance_cost": 0.01 * len(messages), "api_calls": len(messages) // 2},
+            "mini_version": "2.4.6"}
+    diff = ("diff --git a/src/app.py b/src/app.py\nindex 3b18e51..9c1f7a2 100644\n--- a/src/app.py\n+++ b/src/app.py\n"
+            "@@ -1,2 +1,2 @@\n def f(x):\n-    return x - 1\n+    return x + 1\n")
+    if end == "claim":
+        act("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff", CLAIM, None, None)
+        messages.append({"role": "exit", "content": diff, "extra": {"exit_status": "Submitted", "submission": diff}})
+        info.update({"exit_status": "Submitted", "submission": diff})
+    elif end == "cut":
+        # The step limit stops the run right after a command.
+        messages.append({"role": "exit", "content": "LimitsExceeded",
+                         "extra": {"exit_status": "LimitsExceeded", "submission": ""}})
+        info.update({"exit_status": "LimitsExceeded", "submission": ""})
+    elif end == "interrupt":
+        # Ctrl+C: the interactive agent asks for a comment and records it; the person
+        # then quits the run.
+        messages.append({"role": "user", "content": "Interrupted by user: stop here, I'll take it from here",
+                         "extra": {"interrupt_type": "UserInterruption"}})
+        info.update({"exit_status": "KeyboardInterrupt", "submission": ""})
+    info["config"] = {
+        "agent": {"system_template": system, "instance_template": template, "step_limit": 0, "cost_limit": 3.0,
+                  "mode": "yolo", "whitelist_actions": [], "confirm_exit": False},
+        "agent_type": "minisweagent.agents.interactive.InteractiveAgent",
+        "model": {"model_name": "anthropic/claude-bench", "model_kwargs": {}},
+        "model_type": "minisweagent.models.litellm_textbased_model.LitellmTextbasedModel",
+        "environment": {"cwd": WS, "env": {"PAGER": "cat"}, "timeout": 30},
+        "environment_type": "minisweagent.environments.local.LocalEnvironment"}
+    doc = {"info": info, "messages": messages, "trajectory_format": "mini-swe-agent-1.1", "instance_id": sid}
+    return f"mini-swe-agent/{sid}/{sid}.traj.json", json.dumps(doc, indent=2)
+
+
+# --------------------------------------------------------------------------------------
+# ATIF (Harbor's trajectory format, here as Harbor's OpenHands converter writes it,
+# ATIF-v1.5): one JSON object {schema_version, session_id, agent, steps,
+# final_metrics}; agent steps carry `tool_calls` (function_name, arguments) and an
+# `observation` whose results name their call. ATIF records no exit codes and no working
+# directory. Shapes from tests/fixtures/real/atif/harbor-openhands-hello-world.
+# --------------------------------------------------------------------------------------
+
+def atif(i, steps, end):
+    sid = session_id(i)
+    out, t = [], [0.0]
+
+    def at(dt=1.5):
+        t[0] += dt
+        return iso(t[0], zone="Z", frac=3)
+
+    def step(**kw):
+        out.append({"step_id": len(out) + 1, "timestamp": at(), **kw})
+
+    def call(fn, args, message, result, name=None):
+        cid = f"toolu_{i:06d}{len(out):04d}"
+        st = {"source": "agent", "model_name": "claude-bench", "message": message,
+              "tool_calls": [{"tool_call_id": cid, "function_name": fn, "arguments": {**args, "security_risk": "LOW"}}],
+              "metrics": {"prompt_tokens": 9000 + 100 * len(out), "completion_tokens": 60, "cost_usd": 0.0279}}
+        if result is not None:
+            st["observation"] = {"results": [{"source_call_id": cid, "content": result}]}
+        step(**st)
+
+    step(source="system", message="You are OpenHands agent, a helpful AI assistant that can interact with a computer to solve tasks.")
+    step(source="user", message=TASK + "\n")
+    for s in steps:
+        kind = s[0]
+        if kind == "edit":
+            path = f"{WS}/{s[1]}"
+            old, new = ("    return x - 1", "    return x + 1") if s[2] else ("    return y - 1", "    return y + 1")
+            args = {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
+            if s[2]:
+                res = (f"The file {path} has been edited. Here's the result of running `cat -n` on a snippet of {path}:\n"
+                       f"     1\tdef f(x):\n     2\t    return x + 1\nReview the changes and make sure they are as "
+                       "expected. Edit the file again if necessary.")
+            else:
+                res = f"ERROR:\nNo replacement was performed, old_str `{old}` did not appear verbatim in {path}."
+            call("str_replace_editor", args, f"I edited the file {path}.", res)
+        elif kind == "test":
+            cmd = test_cmd(s[1])
+            if s[2] is None:
+                # The converted run shows the call, not its result.
+                call("execute_bash", {"command": cmd}, f"Running command: {cmd}", None)
+            else:
+                o, code = test_output(s[2])
+                call("execute_bash", {"command": cmd}, f"Command `{cmd}` executed with exit code {code}.", o)
+        elif kind == "revert":
+            cmd = f"git checkout -- {s[1]}"
+            call("execute_bash", {"command": cmd}, f"Command `{cmd}` executed with exit code 0.",
+                 "Updated 1 path from the index")
+        elif kind == "script":
+            call("execute_bash", {"command": s[1]}, f"Command `{s[1]}` executed with exit code 0.", script_output(s))
+        elif kind == "mcp_write":
+            # An MCP server's tool, as OpenHands exposes it to the model (its own name).
+            path = f"{WS}/{s[1]}"
+            call("write_file", {"path": path, "content": "X = 1\n"}, "",
+                 json.dumps({"meta": None, "content": [{"type": "text", "text": f"Successfully wrote to {path}"}],
+                             "isError": False}))
+    if end == "claim":
+        cid = f"toolu_{i:06d}end"
+        step(source="agent", model_name="claude-bench", message=CLAIM,
+             tool_calls=[{"tool_call_id": cid, "function_name": "finish", "arguments": {"message": CLAIM}}],
+             metrics={"prompt_tokens": 9900, "completion_tokens": 30, "cost_usd": 0.0302})
+    doc = {"schema_version": "ATIF-v1.5", "session_id": sid,
+           "agent": {"name": "openhands", "version": "1.1.0", "model_name": "claude-bench",
+                     "extra": {"agent_class": "CodeActAgent"}},
+           "steps": out,
+           "final_metrics": {"total_prompt_tokens": sum(s.get("metrics", {}).get("prompt_tokens", 0) for s in out),
+                             "total_completion_tokens": sum(s.get("metrics", {}).get("completion_tokens", 0) for s in out),
+                             "total_steps": len(out)}}
+    return f"atif/{sid}/agent/trajectory.json", json.dumps(doc, indent=2)
+
+
+# --------------------------------------------------------------------------------------
+# Pi (pi-mono coding agent), session format v3: ~/.pi/agent/sessions/--CWD--/TS_ID.jsonl,
+# a header {type: session, version, id, timestamp, cwd}, then entries linked by
+# parentId; assistant messages carry `toolCall` blocks, each answered by a `toolResult`
+# message (`isError`; a failed bash result ends "Command exited with code N"). Shapes from
+# tests/fixtures/constructed/pi/trajectory-v3-tool-calls and pi-mono's agent loop and
+# tools (bash.ts, edit.ts, agent-loop.ts).
+# --------------------------------------------------------------------------------------
+
+def pi(i, steps, end):
+    sid = session_id(i)
+    lines, t, parent, n = [], [0.0], [None], [0]
+
+    def at(dt=0.05):
+        t[0] += dt
+        return iso(t[0], zone="Z", frac=3)
+
+    def ms():
+        return 1796119200000 + int(t[0] * 1000)
+
+    def entry(kind, **kw):
+        n[0] += 1
+        eid = f"{i % 0xffff:04x}{n[0]:04x}"
+        lines.append(json.dumps({"type": kind, "id": eid, "parentId": parent[0], "timestamp": at(), **kw},
+                                separators=(",", ":")))
+        parent[0] = eid
+
+    def assistant(content, stop="toolUse", **extra):
+        t[0] += 2.0
+        entry("message", message={"role": "assistant", "content": content, "api": "anthropic-messages",
+                                  "provider": "anthropic", "model": "claude-bench",
+                                  "usage": {"input": 9000, "output": 60, "cacheRead": 0, "cacheWrite": 0,
+                                            "totalTokens": 9060, "cost": {"input": 0.027, "output": 0.0009,
+                                                                          "cacheRead": 0, "cacheWrite": 0,
+                                                                          "total": 0.0279}},
+                                  "stopReason": stop, "timestamp": ms(), "responseId": f"msg_{i:06d}{n[0]:04d}",
+                                  **extra})
+
+    def result(cid, tool, text, is_error, dt=0.6, details=None):
+        t[0] += dt
+        msg = {"role": "toolResult", "toolCallId": cid, "toolName": tool, "content": [{"type": "text", "text": text}],
+               "isError": is_error, "timestamp": ms()}
+        if details:
+            msg["details"] = details
+        entry("message", message=msg)
+
+    def edit_call(cid, path, ok):
+        old, new = ("    return x - 1", "    return x + 1") if ok else ("    return y - 1", "    return y + 1")
+        return {"type": "toolCall", "id": cid, "name": "edit", "arguments": {"path": path, "oldText": old, "newText": new}}
+
+    def edit_result(cid, path, ok, dt=0.6):
+        if ok:
+            result(cid, "edit", f"Successfully replaced text in {path}.", False, dt,
+                   {"diff": "   1 def f(x):\n-  2     return x - 1\n+  2     return x + 1", "firstChangedLine": 2})
+        else:
+            result(cid, "edit", f"Could not find the exact text in {path}. The old text must match exactly including "
+                                "all whitespace and newlines.", True, dt)
+
+    def bash(cid, command, out, code, timeout=None):
+        args = {"command": command}
+        if timeout:
+            args["timeout"] = timeout
+        assistant([{"type": "toolCall", "id": cid, "name": "bash", "arguments": args}])
+        if timeout:
+            result(cid, "bash", f"{out}\n\nCommand timed out after {timeout} seconds", True, dt=timeout)
+        elif code:
+            result(cid, "bash", f"{out}\n\nCommand exited with code {code}", True)
+        else:
+            result(cid, "bash", out or "(no output)", False)
+
+    lines.append(json.dumps({"type": "session", "version": 3, "id": sid, "timestamp": at(0), "cwd": WS},
+                            separators=(",", ":")))
+    entry("model_change", provider="anthropic", modelId="claude-bench")
+    entry("thinking_level_change", thinkingLevel="off")
+    entry("message", message={"role": "user", "content": [{"type": "text", "text": TASK}], "timestamp": ms()})
+    for k, s in enumerate(steps):
+        kind, cid = s[0], f"toolu_{i:06d}_{k:03d}"
+        if kind == "edit":
+            assistant([edit_call(cid, s[1], s[2])])
+            edit_result(cid, s[1], s[2])
+        elif kind == "test":
+            cmd = test_cmd(s[1])
+            if s[2] is None:
+                # Killed at the timeout the agent gave: no result.
+                bash(cid, cmd, "...", None, timeout=120)
+            else:
+                out, code = test_output(s[2])
+                bash(cid, cmd, out, code)
+        elif kind == "revert":
+            bash(cid, f"git checkout -- {s[1]}", "Updated 1 path from the index", 0)
+        elif kind == "script":
+            bash(cid, s[1], script_output(s), 0)
+        elif kind == "parallel":
+            # One reply, two calls: pi runs them in parallel and writes both results once
+            # all have finished, in the order of the calls.
+            cmd = "python3 -m pytest -q tests"
+            out, code = test_output(s[2])
+            assistant([edit_call(cid + "e", s[1], True),
+                       {"type": "toolCall", "id": cid + "t", "name": "bash", "arguments": {"command": cmd}}])
+            edit_result(cid + "e", s[1], True, dt=4.0)
+            if code:
+                result(cid + "t", "bash", f"{out}\n\nCommand exited with code {code}", True, dt=0.001)
+            else:
+                result(cid + "t", "bash", out, False, dt=0.001)
+    if end == "claim":
+        assistant([{"type": "text", "text": CLAIM}], stop="stop")
+    elif end == "interrupt":
+        # Escape while the reply streams: pi keeps the partial reply, stopped.
+        assistant([{"type": "text", "text": "The tests pass, so now"}], stop="aborted",
+                  errorMessage="Request was aborted.")
+    return f"pi/agent/sessions/--srv-app--/2026-12-01T10-00-00-000Z_{sid}.jsonl", "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# OpenCode 1.1: `opencode export ID` output, {info, messages: [{info, parts}]}: each
+# assistant message is one step (step-start with its snapshot, text, `tool` parts with
+# `state` {status, input, output | error, metadata, time {start, end}}, step-finish);
+# bash's exit code is `metadata.exit` (null when it was killed). OpenCode has no
+# completion claim (a step ending `finish: stop` ends a turn). Shapes from
+# tests/fixtures/constructed/opencode (session-export.json and storage/).
+# --------------------------------------------------------------------------------------
+
+def opencode(i, steps, end):
+    sid = session_id(i)
+    t0 = 1796119200000 + i * 600000
+    clock, messages, n = [t0], [], [0]
+
+    def now(dms=0):
+        clock[0] += dms
+        return clock[0]
+
+    def ident(prefix):
+        n[0] += 1
+        return f"{prefix}_{i:08x}{n[0]:04x}Bench{'x' * 8}"
+
+    def tokens():
+        return {"input": 9000, "output": 60, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+
+    # The worktree, as OpenCode's snapshots see it: a content version per file (every
+    # write new content; a revert back to the committed one, version 0). A snapshot is
+    # `git write-tree` of the worktree, so equal contents give the same tree id.
+    files, written = {}, [0]
+
+    def tree():
+        import hashlib
+        return hashlib.sha1(json.dumps(sorted(files.items())).encode()).hexdigest()
+
+    def change(path, version=None):
+        written[0] += 1
+        files[path] = written[0] if version is None else version
+
+    def message(parts_of, finish="tool-calls", error=None, changes=()):
+        """One assistant step: `parts_of(mid)` gives its text and tool parts; `changes`
+        what its calls did to the worktree."""
+        mid = ident("msg")
+        created = now(2000)
+        parts = [{"id": ident("prt"), "sessionID": sid, "messageID": mid, "type": "step-start", "snapshot": tree()}]
+        parts += parts_of(mid)
+        for c in changes:
+            change(*c)
+        snap = tree()
+        info = {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": created},
+                "parentID": messages[0]["info"]["id"], "modelID": "claude-bench", "providerID": "anthropic",
+                "mode": "build", "agent": "build", "path": {"cwd": WS, "root": WS}, "cost": 0.028,
+                "tokens": tokens(), "finish": finish}
+        if error:
+            info["error"] = error
+        else:
+            parts.append({"id": ident("prt"), "sessionID": sid, "messageID": mid, "type": "step-finish",
+                          "reason": finish, "snapshot": snap, "cost": 0.028, "tokens": tokens()})
+            info["time"]["completed"] = now(200)
+        messages.append({"info": info, "parts": parts})
+
+    def tool(mid, name, inp, output=None, meta=None, error=None, start=None, dur=500):
+        st = now(100) if start is None else start
+        state = {"status": "error" if error else "completed", "input": inp}
+        if error:
+            state.update({"error": error, "metadata": {}})
+        else:
+            state.update({"output": output, "title": inp.get("description") or inp.get("filePath") or name,
+                          "metadata": meta or {}})
+        state["time"] = {"start": st, "end": st + dur}
+        if start is None:
+            now(dur)
+        return {"id": ident("prt"), "sessionID": sid, "messageID": mid, "type": "tool", "callID": f"toolu_{ident('c')}",
+                "tool": name, "state": state}
+
+    def bash(mid, command, out, code, desc, killed=False, **kw):
+        meta = {"output": out, "exit": None if killed else code, "description": desc, "truncated": False}
+        if killed:
+            out = out + "\n\n<bash_metadata>\nbash tool terminated command after exceeding timeout 120000 ms\n</bash_metadata>"
+        return tool(mid, "bash", {"command": command, "description": desc}, out, meta, **kw)
+
+    def edit(mid, path, ok, **kw):
+        full = f"{WS}/{path}"
+        old, new = ("    return x - 1", "    return x + 1") if ok else ("    return y - 1", "    return y + 1")
+        inp = {"filePath": full, "oldString": old, "newString": new}
+        if not ok:
+            return tool(mid, "edit", inp, error="Error: oldString not found in content", **kw)
+        before, after = "def f(x):\n    return x - 1\n", "def f(x):\n    return x + 1\n"
+        diff = (f"Index: {full}\n===================================================================\n--- {full}\n+++ {full}\n"
+                "@@ -1,2 +1,2 @@\n def f(x):\n-    return x - 1\n+    return x + 1\n")
+        return tool(mid, "edit", inp, "Edit applied successfully.",
+                    {"diff": diff, "filediff": {"file": full, "before": before, "after": after, "additions": 1,
+                                                "deletions": 1}, "diagnostics": {}}, **kw)
+
+    uid = ident("msg")
+    messages.append({"info": {"id": uid, "sessionID": sid, "role": "user", "time": {"created": now()},
+                              "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude-bench"}},
+                     "parts": [{"id": ident("prt"), "sessionID": sid, "messageID": uid, "type": "text", "text": TASK}]})
+    for s in steps:
+        kind = s[0]
+        if kind == "edit":
+            message(lambda mid: [edit(mid, s[1], s[2])], changes=[(s[1],)] if s[2] else [])
+        elif kind == "test":
+            cmd = test_cmd(s[1])
+            if s[2] is None:
+                # Killed at bash's timeout: exit null, no summary line.
+                message(lambda mid: [bash(mid, cmd, "....", None, "Run the tests", killed=True, dur=120000)])
+            else:
+                out, code = test_output(s[2])
+                message(lambda mid: [bash(mid, cmd, out + "\n", code, "Run the tests")])
+        elif kind == "revert":
+            message(lambda mid: [bash(mid, f"git checkout -- {s[1]}", "Updated 1 path from the index\n", 0,
+                                      "Restore the file")], changes=[(s[1], 0)])
+        elif kind == "script":
+            out = script_output(s)
+            message(lambda mid: [bash(mid, s[1], out + "\n" if out else "", 0, "Regenerate fixtures")],
+                    changes=[("tests/fixtures",)])
+        elif kind == "mcp_write":
+            # An MCP server's tool: OpenCode names it `<server>_<tool>`.
+            full = f"{WS}/{s[1]}"
+            message(lambda mid: [tool(mid, "filesystem_write_file", {"path": full, "content": "X = 1\n"},
+                                      f"Successfully wrote to {full}")], changes=[(s[1],)])
+        elif kind == "parallel":
+            # One step, two calls the model streamed together: the AI SDK runs each
+            # tool as its call arrives, so the test starts before the edit has ended.
+            def both(mid):
+                st = now(100)
+                out, code = test_output(s[2])
+                parts = [edit(mid, s[1], True, start=st, dur=5000),
+                         bash(mid, "python3 -m pytest -q tests", out + "\n", code, "Run the tests", start=st + 1000,
+                              dur=2000)]
+                now(5000)
+                return parts
+            message(both, changes=[(s[1],)])
+    if end == "claim":
+        message(lambda mid: [{"id": ident("prt"), "sessionID": sid, "messageID": mid, "type": "text", "text": CLAIM}],
+                finish="stop")
+    elif end == "interrupt":
+        # The person presses Escape while the reply streams.
+        message(lambda mid: [{"id": ident("prt"), "sessionID": sid, "messageID": mid, "type": "text",
+                              "text": "The tests pass, so now"}], finish=None,
+                error={"name": "MessageAbortedError", "data": {"message": "The operation was aborted."}})
+    info = {"id": sid, "slug": "bench-run", "version": "1.1.60", "projectID": f"{i:040x}", "directory": WS,
+            "title": "Fix the bug in src/app.py", "time": {"created": t0, "updated": clock[0]}}
+    return f"opencode/export/{sid}.json", json.dumps({"info": info, "messages": messages}, indent=2)
+
+
+SOURCES = {"inspect": inspect_ai, "gemini-cli": gemini_cli, "openhands": openhands,
+           "swe-agent": swe_agent, "mini-swe-agent": mini_swe_agent,
+           "atif": atif, "pi": pi, "opencode": opencode}
 
 ONLY = {
-    "mcp_write": {"inspect", "gemini-cli", "openhands"},
-    "parallel": {"inspect"},
-    "interrupt": {"claude-code", "codex", "inspect", "gemini-cli", "openhands"},
+    # An MCP tool call. SWE-agent and mini-SWE-agent have no MCP client (tools are
+    # shell bundles / bash only); pi has no MCP support by design.
+    "mcp_write": {"inspect", "gemini-cli", "openhands", "atif", "opencode"},
+    # Two calls of one reply running at once, and a log that shows it. Inspect (its
+    # call_tools gathers them; ToolEvent start and end), pi (parallel by default; results
+    # written once all have finished) and OpenCode (tool parts with time.start / end)
+    # can. Gemini CLI records one timestamp per call; OpenHands, SWE-agent and
+    # mini-SWE-agent run the calls of a reply one after another; ATIF records no call
+    # times.
+    "parallel": {"inspect", "pi", "opencode"},
+    # A person stopping the run. SWE-agent runs unattended (no exit status or event
+    # for a person's interrupt); ATIF does not say who wrote a user step.
+    "interrupt": {"claude-code", "codex", "inspect", "gemini-cli", "openhands", "mini-swe-agent", "pi", "opencode"},
 }

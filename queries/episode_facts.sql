@@ -120,6 +120,7 @@ SELECT
     coalesce(k.passing_final_checks, 0) AS passing_final_checks,
     -- C. gates and completion (over episodes whose `correct` is known)
     CASE WHEN e.correct IS NOT NULL THEN 1 ELSE 0 END AS correct_known,
+    CASE WHEN e.correct THEN 1 ELSE 0 END AS resolved,
     CASE WHEN e.correct IS NOT NULL AND e.admission = 'accepted' THEN 1 ELSE 0 END AS accepted_known,
     CASE WHEN e.correct AND e.admission = 'accepted' THEN 1 ELSE 0 END AS accepted_correct,
     CASE WHEN NOT e.correct AND e.admission = 'accepted' THEN 1 ELSE 0 END AS accepted_wrong,

@@ -67,6 +67,10 @@ pub struct Call {
     /// tries the output's `Exit code N` lines, graded derived).
     pub exit_code: Option<(i64, Grade)>,
     pub duration_ms: Option<f64>,
+    /// By when the call had ended, where the log shows no duration but a later time it
+    /// had surely ended by (a result written after it): bounds overlaps only, and is not
+    /// recorded as the call's duration.
+    pub ended_by: Option<String>,
     pub timed_out: bool,
     /// `permission_denied`, `timeout`, `nonzero_exit`, `not_found`, `parse_error`,
     /// `other`, when the log says so; `None` lets the store derive it.
@@ -142,6 +146,11 @@ impl Call {
     }
     pub fn duration(mut self, ms: Option<f64>) -> Call {
         self.duration_ms = ms;
+        self
+    }
+    /// A time the call had ended by (see [`Call::ended_by`]).
+    pub fn ended_by(mut self, ts: Option<impl Into<String>>) -> Call {
+        self.ended_by = ts.map(Into::into);
         self
     }
 }
@@ -921,7 +930,11 @@ impl Recorder {
         });
         let analysis = shell::analyse_in(command, self.workdir.as_deref(), call_dir, &self.declared);
         let exit = call.exit_code.map(|(c, _)| c);
-        let rejected_edit = call.output.contains("Your proposed edit has introduced new syntax error");
+        // An editor command that refused its edit printed so (SWE-agent's linting
+        // editor; `str_replace_editor` when `old_str` was not found once) and changed
+        // nothing.
+        let rejected_edit = call.output.contains("Your proposed edit has introduced new syntax error")
+            || call.output.trim_start().starts_with("No replacement was performed");
         let mutations = analysis.segments.iter().filter(|s| matches!(s.kind, SegmentKind::Mutation { .. })).count();
         let mut any_action = false;
         // A call's output is one for all its segments: a write it reports is laid to its
@@ -1685,8 +1698,10 @@ fn micros(ts: &str) -> Option<i64> {
 /// When a call ended, from its start and duration, when the log gives both.
 fn call_end_us(call: &Call) -> Option<i64> {
     let start = micros(call.ts.as_deref()?)?;
-    let duration = call.duration_ms.filter(|d| d.is_finite() && *d >= 0.0)?;
-    Some(start + (duration * 1000.0) as i64)
+    match call.duration_ms.filter(|d| d.is_finite() && *d >= 0.0) {
+        Some(duration) => Some(start + (duration * 1000.0) as i64),
+        None => call.ended_by.as_deref().and_then(micros).filter(|end| *end >= start),
+    }
 }
 
 pub fn rfc3339(ts: &str) -> Option<String> {

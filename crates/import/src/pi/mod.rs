@@ -127,6 +127,9 @@ fn text_of(content: Option<&Value>) -> String {
 }
 
 /// A message's time: the entry's ISO time, else the message's epoch milliseconds.
+/// A tool result message and the time it was written.
+type ToolResult<'a> = (&'a Map<String, Value>, Option<String>);
+
 fn when(entry: &Map<String, Value>, m: &Map<String, Value>) -> Option<String> {
     s(entry, "timestamp").map(str::to_string).or_else(|| {
         let ms = m.get("timestamp").and_then(Value::as_i64)?;
@@ -176,12 +179,12 @@ struct Mapper<'a> {
 impl Mapper<'_> {
     fn entries(&mut self, entries: &[Map<String, Value>]) {
         self.rec.record_messages();
-        // Tool results by the id of their call.
-        let results: HashMap<&str, &Map<String, Value>> = entries
+        // Tool results by the id of their call, with the time each was written.
+        let results: HashMap<&str, ToolResult> = entries
             .iter()
-            .filter_map(|e| e.get("message").and_then(Value::as_object))
-            .filter(|m| s(m, "role") == Some("toolResult"))
-            .filter_map(|m| s(m, "toolCallId").map(|id| (id, m)))
+            .filter_map(|e| e.get("message").and_then(Value::as_object).map(|m| (e, m)))
+            .filter(|(_, m)| s(m, "role") == Some("toolResult"))
+            .filter_map(|(e, m)| s(m, "toolCallId").map(|id| (id, (m, when(e, m)))))
             .collect();
         for e in entries {
             let ts = s(e, "timestamp");
@@ -212,12 +215,7 @@ impl Mapper<'_> {
         }
     }
 
-    fn message(
-        &mut self,
-        e: &Map<String, Value>,
-        m: &Map<String, Value>,
-        results: &HashMap<&str, &Map<String, Value>>,
-    ) {
+    fn message(&mut self, e: &Map<String, Value>, m: &Map<String, Value>, results: &HashMap<&str, ToolResult>) {
         let ts = when(e, m);
         let ts = ts.as_deref();
         match s(m, "role").unwrap_or("") {
@@ -254,7 +252,7 @@ impl Mapper<'_> {
         }
     }
 
-    fn assistant(&mut self, m: &Map<String, Value>, ts: Option<&str>, results: &HashMap<&str, &Map<String, Value>>) {
+    fn assistant(&mut self, m: &Map<String, Value>, ts: Option<&str>, results: &HashMap<&str, ToolResult>) {
         let blocks: Vec<&Value> = m.get("content").and_then(Value::as_array).into_iter().flatten().collect();
         let of = |t: &str, key: &str| -> Vec<String> {
             blocks
@@ -298,24 +296,29 @@ impl Mapper<'_> {
         }
     }
 
-    fn call(&mut self, b: &Value, ts: Option<&str>, results: &HashMap<&str, &Map<String, Value>>) {
+    fn call(&mut self, b: &Value, ts: Option<&str>, results: &HashMap<&str, ToolResult>) {
         let name = b.get("name").and_then(Value::as_str).unwrap_or("unknown");
         let empty = Map::new();
         let args = b.get("arguments").and_then(Value::as_object).unwrap_or(&empty);
         let id = b.get("id").and_then(Value::as_str);
-        let result = id.and_then(|id| results.get(id)).copied();
+        let result = id.and_then(|id| results.get(id));
         let kind = tools::classify(name, args, &SUBMIT_TOOLS);
         let command = match &kind {
             Kind::Shell(c) | Kind::Python(c) => c.clone(),
             _ => Value::Object(args.clone()).to_string(),
         };
         let mut call = Call::new(name).command(command).ts(ts).id(id).arguments(Value::Object(args.clone()));
-        let Some(result) = result else {
+        let Some((result, written)) = result else {
             // A call of a reply that errored or was stopped: it never ran.
             self.rec.note("a tool call without a result (its reply errored or was stopped): its outcome is unknown");
             self.rec.opaque(call);
             return;
         };
+        // Pi runs the calls of one reply at once (its default `toolExecution`), all
+        // starting when the reply ends and each ending by the time its result is
+        // written: that span lets a check overlapping another call's edit be bound to the
+        // revision before it (docs/importers.md §10).
+        call = call.ended_by(written.clone());
         let output = text_of(result.get("content"));
         let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
         call = call.output(output.clone()).is_error(Some(failed));

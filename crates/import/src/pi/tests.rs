@@ -115,3 +115,70 @@ fn the_conversation_is_the_path_to_the_last_entry() {
     let err = runs[0].as_ref().unwrap_err();
     assert_eq!(err.place.as_deref(), Some("line 2"), "{err}");
 }
+
+/// Observer integrity: Pi runs the tool calls of one reply at once (its default
+/// `toolExecution: "parallel"`) and writes their results when they have finished. A test
+/// issued in the same reply as an edit may have run on the code before it; epistore
+/// called it `current`. docs/importers.md §10 (importers-v1 §4: an outcome that cannot
+/// be known counts as possibly changed, so it can make a check stale, never current): a
+/// check whose call started before another call's ok mutation had ended (here: the
+/// edit's result was written after the reply that issued both) is bound to the revision
+/// before that mutation. Calls of successive replies stay in order.
+#[test]
+fn a_test_issued_with_an_edit_in_one_reply_is_bound_before_it() {
+    let session = |same_reply: bool| {
+        let head = json!({"type": "session", "version": 3, "id": "11111111-2222-4333-8444-555555555555",
+                          "timestamp": "2026-12-01T10:00:00.000Z", "cwd": "/srv/app"});
+        let user = json!({"type": "message", "id": "a1", "parentId": null, "timestamp": "2026-12-01T10:00:01.000Z",
+                          "message": {"role": "user", "content": [{"type": "text", "text": "Fix src/app.py"}]}});
+        let edit = json!({"type": "toolCall", "id": "t1", "name": "edit",
+                          "arguments": {"path": "src/app.py", "oldText": "x - 1", "newText": "x + 1"}});
+        let test =
+            json!({"type": "toolCall", "id": "t2", "name": "bash", "arguments": {"command": "python3 -m pytest -q"}});
+        let reply = |id: &str, parent: &str, ts: &str, calls: Vec<serde_json::Value>| {
+            json!({"type": "message", "id": id, "parentId": parent, "timestamp": ts,
+                   "message": {"role": "assistant", "content": calls, "model": "claude-bench", "stopReason": "toolUse"}})
+        };
+        let result = |id: &str, parent: &str, ts: &str, call: &str, text: &str| {
+            json!({"type": "message", "id": id, "parentId": parent, "timestamp": ts,
+                   "message": {"role": "toolResult", "toolCallId": call, "content": [{"type": "text", "text": text}], "isError": false}})
+        };
+        let mut lines = vec![head, user];
+        if same_reply {
+            lines.push(reply("a2", "a1", "2026-12-01T10:00:03.000Z", vec![edit, test]));
+            lines.push(result(
+                "a3",
+                "a2",
+                "2026-12-01T10:00:07.000Z",
+                "t1",
+                "Successfully replaced text in src/app.py.",
+            ));
+            lines.push(result("a4", "a3", "2026-12-01T10:00:07.001Z", "t2", "3 passed in 0.04s"));
+        } else {
+            lines.push(reply("a2", "a1", "2026-12-01T10:00:03.000Z", vec![edit]));
+            lines.push(result(
+                "a3",
+                "a2",
+                "2026-12-01T10:00:04.000Z",
+                "t1",
+                "Successfully replaced text in src/app.py.",
+            ));
+            lines.push(reply("a4", "a3", "2026-12-01T10:00:05.000Z", vec![test]));
+            lines.push(result("a5", "a4", "2026-12-01T10:00:07.000Z", "t2", "3 passed in 0.04s"));
+        }
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("session.jsonl");
+        std::fs::write(&p, text.join("\n")).unwrap();
+        let (_, runs) = import_paths(&[p], &Options::default());
+        runs.into_iter().next().unwrap().unwrap().package.episode
+    };
+    let e = session(true);
+    let check = &e.checks.as_ref().unwrap()[0];
+    assert_eq!((e.derived.final_revision, check.bound_revision, check.fresh), (1, 0, false));
+    assert_eq!(e.derived.posture, "stale");
+    let e = session(false);
+    let check = &e.checks.as_ref().unwrap()[0];
+    assert_eq!((check.bound_revision, check.fresh), (1, true));
+    assert_eq!(e.derived.posture, "current");
+}

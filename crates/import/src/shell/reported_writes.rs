@@ -38,7 +38,7 @@ fn res() -> &'static Res {
     RES.get_or_init(|| {
         let re = |s: String| Regex::new(&s).expect("regex");
         Res {
-            verb_path: re(format!(r"(?i)^[\s\-*•✓✔>\[\]a-z]*?\b(?:{VERBS})\b(?:\s+file)?:?\s+(\S+)")),
+            verb_path: re(format!(r"(?i)^[\s\-*•✓✔>\[\]:a-z]*?\b(?:{VERBS})\b(?:\s+file)?:?\s+(\S+)")),
             verb_to_path: re(format!(r"(?i)\b(?:{VERBS}|writing|saving)\b(?:\s+\S+)?\s+(?:to|into|at)\s+(\S+)")),
             count_verb: re(format!(
                 r"(?i)\b(\d+)\s+files?\s+(?:were\s+|was\s+|have\s+been\s+|has\s+been\s+)?(?:{VERBS})\b"
@@ -95,6 +95,7 @@ mod tests {
     #[test]
     fn reports_that_name_a_path_or_count_files_are_writes() {
         assert_eq!(paths("Wrote src/schema.json"), ["src/schema.json"]);
+        assert_eq!(paths("Output: Generated src/api/schema.json (3 ms)"), ["src/api/schema.json"]);
         assert_eq!(paths("✓ Generated src/api/client.ts (12 ms)"), ["src/api/client.ts"]);
         assert_eq!(paths("Results saved to out/report.csv."), ["out/report.csv"]);
         assert_eq!(paths("Updated file: 'tests/snapshots/a.snap'"), ["tests/snapshots/a.snap"]);

@@ -294,15 +294,20 @@ fn str_replace_editor_edits_get_diffs() {
     // insert after line 3: the file's own numbers
     assert_eq!(d[2].1, "--- a/src/m.py\n+++ b/src/m.py\n@@ -3,0 +4 @@\n+# checked\n");
     assert!(notes(run).contains("numbered within the replaced text"));
-    // The failed replacement changed nothing: an edit with ok, no diff.
-    let kinds: Vec<(String, bool)> = e
+    // The failed replacement changed nothing: an edit that is not ok (it moves no
+    // revision), no diff.
+    let kinds: Vec<(String, bool, bool)> = e
         .actions
         .iter()
         .flatten()
         .filter(|a| a.kind.as_deref() != Some("complete"))
-        .map(|a| (a.kind.clone().unwrap(), a.diff.is_some()))
+        .map(|a| (a.kind.clone().unwrap(), a.diff.is_some(), a.ok))
         .collect();
-    assert_eq!(kinds, [(s("create"), true), (s("edit"), true), (s("edit"), true), (s("edit"), false)]);
+    assert_eq!(
+        kinds,
+        [(s("create"), true, true), (s("edit"), true, true), (s("edit"), true, true), (s("edit"), false, false)]
+    );
+    assert_eq!(e.derived.final_revision, 3);
     // No patch of the log's own: the edits' diffs, in order, make the derived patch.
     let patch = String::from_utf8(file(run, "patch.diff").unwrap().to_vec()).unwrap();
     assert_eq!(patch, d.iter().map(|(_, d)| d.as_str()).collect::<String>());
