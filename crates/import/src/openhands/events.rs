@@ -377,11 +377,10 @@ impl Reader {
         call = call.exit(code.filter(|&c| c != -1), Grade::Observed);
         let suffix = meta.and_then(|m| str_of(m, "suffix")).unwrap_or("");
         let content = str_of(o, "content").unwrap_or("");
-        let notice = |t: &str| {
-            t.contains("[The command timed out after")
-                || t.contains("[The command has no new output after")
-                || t.contains("timed out. Sent SIGINT")
-        };
+        // "No new output after 30 seconds" is OpenHands' soft timeout: the command is still
+        // running (the agent may wait on it or send keys), so its result is unknown, not a
+        // timeout: it could still pass.
+        let notice = |t: &str| t.contains("[The command timed out after") || t.contains("timed out. Sent SIGINT");
         if code.is_none_or(|c| c == -1) && (notice(suffix) || notice(content)) {
             call.timed_out = true;
         }
