@@ -20,7 +20,7 @@ SELECT
     CAST(sum(stale_agent_checks) AS DOUBLE) / nullif(sum(agent_checks), 0) AS stale_check_rate, -- lower is better
     CAST(sum(verify_then_edit) AS DOUBLE) / nullif(sum(with_passing_agent_check), 0) AS verify_then_edit_rate, -- lower is better
     CAST(sum(resolved) AS DOUBLE) / nullif(sum(correct_known), 0) AS pass_rate, -- higher is better
-    CAST(sum(resolved) AS DOUBLE) / nullif(sum(episodes), 0) AS pass_rate_all, -- higher is better
+    CAST(sum(resolved) AS DOUBLE) / nullif(sum(attempted), 0) AS pass_rate_all, -- higher is better
     CAST(sum(accepted_known) AS DOUBLE) / nullif(sum(correct_known), 0) AS coverage, -- higher is better
     CAST(sum(accepted_wrong) AS DOUBLE) / nullif(sum(accepted_known), 0) AS selective_risk, -- lower is better
     CAST(sum(accepted_correct) AS DOUBLE) / nullif(sum(correct_known), 0) AS sound_completion, -- higher is better

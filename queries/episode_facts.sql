@@ -121,6 +121,11 @@ SELECT
     -- C. gates and completion (over episodes whose `correct` is known)
     CASE WHEN e.correct IS NOT NULL THEN 1 ELSE 0 END AS correct_known,
     CASE WHEN e.correct THEN 1 ELSE 0 END AS resolved,
+    -- judged, or unjudged because the run errored, timed out or ran out of budget (a
+    -- failure when errors count as failures; an import without an evaluator is neither)
+    CASE WHEN e.correct IS NOT NULL
+              OR e.stop_reason IN ('budget_exhausted', 'invalid_action', 'timeout', 'infra_error')
+         THEN 1 ELSE 0 END AS attempted,
     CASE WHEN e.correct IS NOT NULL AND e.admission = 'accepted' THEN 1 ELSE 0 END AS accepted_known,
     CASE WHEN e.correct AND e.admission = 'accepted' THEN 1 ELSE 0 END AS accepted_correct,
     CASE WHEN NOT e.correct AND e.admission = 'accepted' THEN 1 ELSE 0 END AS accepted_wrong,

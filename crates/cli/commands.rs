@@ -16,8 +16,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 
 use crate::{
-    Better, BoardFormat, BootstrapArgs, EntriesArgs, ExportArgs, ExportFormatArg, IngestArgs, LeaderboardArgs,
-    MetricsArgs, OutputFormat, SearchArgs, ServeArgs, ShowArgs, SqlArgs,
+    Better, BoardFormat, BootstrapArgs, EntriesArgs, ErrorsArg, ExportArgs, ExportFormatArg, IngestArgs,
+    LeaderboardArgs, MetricsArgs, OutputFormat, SearchArgs, ServeArgs, ShowArgs, SqlArgs,
 };
 
 /// An error and its causes on one line, skipping causes whose text an earlier part
@@ -775,6 +775,10 @@ pub fn board_spec(
             Better::Higher => Direction::Higher,
             Better::Lower => Direction::Lower,
         }),
+        errors: entries.errors.map(|e| match e {
+            ErrorsArg::Fail => epistore_leaderboard::Errors::Fail,
+            ErrorsArg::Exclude => epistore_leaderboard::Errors::Exclude,
+        }),
         generated_by: format!("epistore {}", env!("CARGO_PKG_VERSION")),
     }
 }
@@ -828,13 +832,19 @@ pub fn compare(store_dir: &Path, spec: &epistore_leaderboard::Spec, format: Outp
                 json!(c.p),
                 json!(c.p_holm),
                 json!(if c.exact { "exact" } else { "monte carlo" }),
+                json!(c.mcnemar.as_ref().map(|m| m.p)),
             ]
         })
         .collect();
-    print_rows(&["a", "b", "clusters", "mean_difference", "lo", "hi", "p", "p_holm", "p_method"], &rows, format);
+    print_rows(
+        &["a", "b", "clusters", "mean_difference", "lo", "hi", "p", "p_holm", "p_method", "mcnemar_p"],
+        &rows,
+        format,
+    );
     if format == OutputFormat::Table {
         eprintln!(
-            "{}: per task cluster present in both, a - b; family of {} comparisons, Holm-adjusted; B = {}, seed {}",
+            "{}: per task cluster present in both, a - b; family of {} comparisons, Holm-adjusted; B = {}, seed {}; \
+             mcnemar_p: McNemar's exact test (unadjusted) where every shared cluster has one binary outcome per side",
             spec.metric,
             comparisons.len(),
             spec.bootstrap.replicates,

@@ -480,6 +480,17 @@ pub struct EntriesArgs {
     /// Only episodes matching this SQL condition on episode_facts columns.
     #[arg(long = "where", value_parser = where_condition)]
     filter: Option<String>,
+    /// For a pass rate: count an attempt that errored, timed out or ran out of budget
+    /// before it was judged as a failure (`fail`, the default: pass_rate_all) or leave
+    /// it out (`exclude`: pass_rate). Printed on the board.
+    #[arg(long, value_enum)]
+    errors: Option<ErrorsArg>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(crate) enum ErrorsArg {
+    Fail,
+    Exclude,
 }
 
 /// A leaderboard published with its episodes (`leaderboard --format html --out DIR

@@ -174,6 +174,35 @@ try {
       summary.revisions_section = false;
     }
 
+    // --- pass@k and pass^k over k: drawn only where some task has two judged attempts ---
+    const passK = Array.isArray(data.pass_k) ? data.pass_k : [];
+    summary.pass_k_series = passK.length;
+    if (passK.length) {
+      const at = await page.$$eval("svg#pass-k-curves .curve-current", (n) => n.length);
+      const hat = await page.$$eval("svg#pass-k-curves .curve-ever", (n) => n.length);
+      if (at !== passK.length || hat !== passK.length)
+        fail(`#pass-k-curves has ${at} pass@k and ${hat} pass^k lines, expected ${passK.length} each`);
+    } else if (await page.$("section#pass-k")) {
+      fail("a pass@k section although pass_k is empty");
+    }
+    // --- rank held: one cell per entry, a percentage or NULL ---
+    const held = await page.$$eval("#leaderboard tbody tr", (rows) => rows.map((r) => {
+      const i = [...r.closest("table").querySelectorAll("thead th")].findIndex((th) => th.dataset.key === "rank_stability");
+      return i < 0 ? null : r.children[i].innerText.trim();
+    }));
+    if (held.some((t) => t === null || !(/^\d+%$/.test(t) || t === "NULL"))) fail(`rank held cells: ${JSON.stringify(held)}`);
+    // --- what could not be tested is said in words ---
+    const text = await page.evaluate(() => document.body.innerText);
+    const ents = Array.isArray(data.entries) ? data.entries : [];
+    if (data.comparison && data.comparison.family === 0 && ents.length > 1 && !text.includes("their order is untested"))
+      fail("a board with no comparable pair does not say so");
+    summary.single_cluster_entries = ents.filter((e) => e.clusters === 1).length;
+    if (summary.single_cluster_entries && !text.includes("one task cluster: no interval"))
+      fail("a single-cluster entry's interval is not labelled");
+    // --- a pass-rate board says how errors count ---
+    if (data.errors && !(await page.evaluate(() => document.body.innerText.includes("Errors"))))
+      fail("a pass-rate board without its errors rule");
+
     // --- no leaked undefined/NaN ---
     const bodyText = await page.evaluate(() => document.body.innerText);
     for (const bad of ["undefined", "NaN", "[object Object]"]) {

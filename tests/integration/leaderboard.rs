@@ -333,6 +333,101 @@ fn leaderboard_page_renders_in_headless_chromium() {
         assert!(summary["revision_series"].as_u64().unwrap() > 0);
         assert!(std::fs::metadata(&screenshot).unwrap().len() > 10_000);
     }
+    // A board whose entries share no cluster, each of one cluster: the page says the
+    // order is untested and labels the intervals it cannot draw; no section without data.
+    let store = TestStore::new();
+    let real = repo_root().join("tests/fixtures/real");
+    store.run(&["import", "--model", "m1", "--cluster", "c1", real.join("claude-code").to_str().unwrap()]);
+    store.run(&["import", "--model", "m2", "--cluster", "c2", real.join("codex").to_str().unwrap()]);
+    let page = store.dir.path().join("untested.html");
+    written_board(&store, &["--metric", "stale_check_rate"], "html", &page);
+    let check = std::process::Command::new("node")
+        .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
+        .arg(&page)
+        .arg(repo_root().join("target/leaderboard-untested.png"))
+        .env("CHROMIUM", &chromium)
+        .env("PLAYWRIGHT_CORE", &playwright)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
+    let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(summary["single_cluster_entries"], json!(2));
+    assert_eq!(summary["pass_k_series"], json!(0));
+    assert_eq!(summary["revision_series"], json!(0));
+    // Repeated attempts: the k curve, one pair of lines per model.
+    let store = attempts_store();
+    let page = store.dir.path().join("attempts.html");
+    written_board(&store, &["--metric", "pass_rate"], "html", &page);
+    let check = std::process::Command::new("node")
+        .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
+        .arg(&page)
+        .arg(repo_root().join("target/leaderboard-attempts.png"))
+        .env("CHROMIUM", &chromium)
+        .env("PLAYWRIGHT_CORE", &playwright)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
+    let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(summary["pass_k_series"], json!(2));
+}
+
+/// Models steady and flaky, three judged attempts on each of six tasks (one cluster
+/// each): steady resolves every attempt of t0..t3 and none of t4, t5; flaky resolves
+/// one attempt of three on every task.
+fn attempts_store() -> TestStore {
+    let store = TestStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    for (model, resolved) in [("steady", [3, 3, 3, 3, 0, 0]), ("flaky", [1, 1, 1, 1, 1, 1])] {
+        for (t, &c) in resolved.iter().enumerate() {
+            for a in 0..3 {
+                let correct = a < c;
+                let manifest = json!({"format": "episode-package/1", "episode": format!("k/{model}-t{t}-{a}"),
+                    "model": {"name": model}, "harness": {"level": "H2"}, "task": {"id": format!("t{t}")}, "seed": a});
+                let outcome =
+                    json!({"label": if correct { "unverified_success" } else { "failed" }, "correct": correct});
+                let files = BTreeMap::from([
+                    ("manifest.json".to_string(), manifest.to_string().into_bytes()),
+                    ("outcome.json".to_string(), outcome.to_string().into_bytes()),
+                ]);
+                write_package(&dir.path().join(format!("{model}-{t}-{a}")), &files);
+            }
+        }
+    }
+    assert!(store.ingest(&[dir.path()]).status.success());
+    store
+}
+
+/// The board's k curve is the `pass_k(k)` table function, worked by hand for k = 1..3:
+/// steady: pass@k = pass^k = 4/6 at every k (each task all or nothing); flaky: pass@1 =
+/// 1/3, pass@2 = 1 - C(2,2)/C(3,2) = 2/3, pass@3 = 1; pass^1 = 1/3, pass^2 = pass^3 = 0.
+#[test]
+fn the_boards_k_curve_is_the_pass_k_function() {
+    let store = attempts_store();
+    let b = board(&store, &["--metric", "pass_rate", "--replicates", "200"]);
+    let series = b["pass_k"].as_array().unwrap();
+    let points = |label: &str| -> Vec<(f64, f64)> {
+        let s = series.iter().find(|s| s["label"] == label).unwrap_or_else(|| panic!("{label}: {series:?}"));
+        s["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["pass_at_k"].as_f64().unwrap(), p["pass_hat_k"].as_f64().unwrap()))
+            .collect()
+    };
+    let close = |got: Vec<(f64, f64)>, want: &[(f64, f64)]| {
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((g.0 - w.0).abs() < 1e-9 && (g.1 - w.1).abs() < 1e-9, "{got:?} against {want:?}");
+        }
+    };
+    close(points("steady / H2"), &[(4.0 / 6.0, 4.0 / 6.0); 3]);
+    close(points("flaky / H2"), &[(1.0 / 3.0, 1.0 / 3.0), (2.0 / 3.0, 0.0), (1.0, 0.0)]);
+    for k in 1..=3 {
+        for row in store.sql(&format!("SELECT model, pass_at_k, pass_hat_k FROM pass_k({k})")) {
+            let (at, hat) = points(&format!("{} / H2", row["model"].as_str().unwrap()))[k - 1];
+            assert_eq!((row["pass_at_k"].as_f64(), row["pass_hat_k"].as_f64()), (Some(at), Some(hat)), "k = {k}");
+        }
+    }
 }
 
 /// Every shipped view returns as many rows to `count(*)` as to `SELECT *`, and a
@@ -382,4 +477,67 @@ fn a_board_whose_entries_share_no_cluster_says_their_order_is_untested() {
     store.run(&["import", "--model", "m2", real.join("codex").to_str().unwrap()]);
     let md = written_board(&store, &["--metric", "stale_check_rate"], "md", &store.dir.path().join("b.md"));
     assert!(md.contains("(no comparisons: no two entries share a task cluster, so their order is untested)"), "{md}");
+}
+
+/// A pass-rate board over single attempts, one task per cluster, worked by hand:
+/// - alpha resolves t0..t10 (11 of 12), beta t0..t2 (3 of 12): on the 12 shared tasks
+///   alpha alone resolved 8, beta alone none, so McNemar's exact p = 2 / 2^8 = 0.0078125
+///   (the sign-flip test on the same ±1 differences gives the same p);
+/// - alpha has a 13th attempt that timed out before it was judged: with errors counted
+///   as failures (the default) alpha's pass rate is 11/13, left out 11/12;
+/// - `resolve_rate` is read as the pass rate, and `--errors` with another metric is refused.
+#[test]
+fn a_pass_rate_board_states_its_error_rule_and_tests_pairs_with_mcnemar() {
+    let store = TestStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    for t in 0..12 {
+        package(dir.path(), "alpha", &format!("t{t:02}"), t < 11);
+        package(dir.path(), "beta", &format!("t{t:02}"), t < 3);
+    }
+    let errored = BTreeMap::from([
+        (
+            "manifest.json".to_string(),
+            json!({"format": "episode-package/1.1", "episode": "board/alpha-t12", "model": {"name": "alpha"},
+                   "harness": {"level": "H2"}, "task": {"id": "t12"}, "seed": 1})
+            .to_string()
+            .into_bytes(),
+        ),
+        ("outcome.json".to_string(), json!({"label": null, "stop_reason": "timeout"}).to_string().into_bytes()),
+    ]);
+    write_package(&dir.path().join("alpha-t12"), &errored);
+    assert!(store.ingest(&[dir.path()]).status.success());
+
+    let args = ["--metric", "resolve_rate", "--replicates", "200", "--seed", "1"];
+    let b = board(&store, &args);
+    assert_eq!(
+        (b["metric"].as_str(), b["errors"]["rule"].as_str(), b["errors"]["chosen"].as_str()),
+        (Some("pass_rate_all"), Some("fail"), Some("default"))
+    );
+    let entries = b["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["label"], "alpha");
+    assert!((entries[0]["value"].as_f64().unwrap() - 11.0 / 13.0).abs() < 1e-12);
+    let vs = &entries[1]["vs_above"];
+    assert_eq!((vs["mcnemar"]["first_only"].as_u64(), vs["mcnemar"]["second_only"].as_u64()), (Some(8), Some(0)));
+    let near = |v: &Value, want: f64| v.as_f64().is_some_and(|x| (x - want).abs() < 1e-12);
+    assert!(near(&vs["mcnemar"]["p"], 2.0 / 256.0), "{vs}");
+    assert!(near(&vs["p"], 2.0 / 256.0), "the sign-flip test on ±1 differences is McNemar's: {vs}");
+    assert!(entries.iter().all(|e| e["rank_stability"].as_f64().is_some_and(|r| (0.0..=1.0).contains(&r))));
+
+    let excluded = board(&store, &[&args[..], &["--errors", "exclude"]].concat());
+    assert_eq!(
+        (excluded["metric"].as_str(), excluded["errors"]["chosen"].as_str()),
+        (Some("pass_rate"), Some("given"))
+    );
+    assert!((excluded["entries"][0]["value"].as_f64().unwrap() - 11.0 / 12.0).abs() < 1e-12);
+    let md = store.run(&["leaderboard", "--metric", "pass_rate", "--errors", "exclude", "--replicates", "200"]);
+    assert!(text(&md.stdout).contains("Errors (left out, given)"), "{}", text(&md.stdout));
+
+    let compare = store.run(&["compare", "--format", "json", "--metric", "resolve_rate", "--replicates", "200"]);
+    assert!(compare.status.success(), "{}", text(&compare.stderr));
+    let pairs: Vec<Value> = serde_json::from_slice(&compare.stdout).unwrap();
+    assert!(near(&pairs[0]["mcnemar_p"], 2.0 / 256.0), "{}", pairs[0]);
+
+    let refused = store.run(&["leaderboard", "--metric", "avs_rate", "--errors", "fail"]);
+    assert!(!refused.status.success());
+    assert!(text(&refused.stderr).contains("--errors applies to a pass rate"), "{}", text(&refused.stderr));
 }

@@ -9,10 +9,12 @@ use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
-use epistore_sql::intervals::{find_metric, key_text, Direction, Family, Metric};
+use epistore_sql::intervals::{find_metric, key_text, Direction, Family, Formula, Metric};
 use epistore_sql::sql_text::{episode_filter, quote_ident, quote_list};
 use epistore_sql::Engine;
-use epistore_stats::{cluster_bootstrap, holm, leader_groups, paired_comparison, Bootstrap};
+use epistore_stats::{
+    cluster_bootstrap, holm, leader_groups, mcnemar_exact, paired_comparison, split_half_stability, Bootstrap,
+};
 use serde::Serialize;
 
 pub const SCHEMA: &str = "epistore-leaderboard/1";
@@ -87,7 +89,107 @@ pub struct Spec {
     pub alpha: f64,
     /// Overrides which way the metric is better.
     pub direction: Option<Direction>,
+    /// How errored attempts count in a pass rate (`None`: the default, [`Errors::Fail`]).
+    pub errors: Option<Errors>,
     pub generated_by: String,
+}
+
+/// How errored, timed-out and unjudged attempts count in a pass rate (docs/metrics.md
+/// §C): as failures (`pass_rate_all`, the default) or left out (`pass_rate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Errors {
+    Fail,
+    Exclude,
+}
+
+/// What a pass-rate board did with errors, as it prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorsInfo {
+    pub rule: Errors,
+    /// `given` (`--errors`) or `default`.
+    pub chosen: &'static str,
+    pub text: &'static str,
+}
+
+const PASS_RATE: &str = "pass_rate";
+const PASS_RATE_ALL: &str = "pass_rate_all";
+/// Names a maintainer looks for first, read as `pass_rate`.
+const PASS_RATE_ALIASES: &[&str] = &["resolve_rate", "resolved_rate", "success_rate"];
+/// Random halves of the task clusters the rank stability is measured on.
+pub const STABILITY_HALVES: usize = 200;
+/// The most attempts per task the k curve goes to.
+pub const MAX_K: u64 = 10;
+/// A point of the k curve needs this many tasks with k judged attempts: a mean over one
+/// or two tasks is 0 or 1 and says nothing about reliability.
+pub const PASS_K_MIN_TASKS: i64 = 5;
+
+/// The metric a board or `compare` ranks by, after `resolve_rate` and `--errors`, and
+/// what it did with errors (pass rates only).
+fn ranked_metric(spec: &Spec) -> Result<(&'static Family, &'static Metric, Option<ErrorsInfo>)> {
+    let name = if PASS_RATE_ALIASES.contains(&spec.metric.as_str()) { PASS_RATE } else { spec.metric.as_str() };
+    if name != PASS_RATE && name != PASS_RATE_ALL {
+        if spec.errors.is_some() {
+            return Err(Error::Usage(format!(
+                "--errors applies to a pass rate (pass_rate, resolve_rate); `{name}` counts the episodes its \
+                 definition names (docs/metrics.md)"
+            )));
+        }
+        let (family, metric) = find_metric(name)?;
+        return Ok((family, metric, None));
+    }
+    let (rule, chosen) = match (spec.errors, name) {
+        (Some(Errors::Exclude), PASS_RATE_ALL) => {
+            return Err(Error::Usage(
+                "pass_rate_all counts errored attempts as failures; --errors exclude ranks by pass_rate".into(),
+            ))
+        }
+        (Some(rule), _) => (rule, "given"),
+        (None, _) => (Errors::Fail, "default"),
+    };
+    let (text, metric) = match rule {
+        Errors::Fail => (
+            "an attempt that errored, timed out or ran out of budget before it was judged counts as not resolved \
+             (pass_rate_all); an attempt nobody judged for no stated reason is left out",
+            PASS_RATE_ALL,
+        ),
+        Errors::Exclude => (
+            "only judged attempts count (pass_rate): an attempt that errored, timed out or was never judged is left \
+             out, neither resolved nor not",
+            PASS_RATE,
+        ),
+    };
+    let (family, metric) = find_metric(metric)?;
+    Ok((family, metric, Some(ErrorsInfo { rule, chosen, text })))
+}
+
+/// The outcome of one cluster when it is binary: one episode in the denominator and
+/// the value 0 or 1 (a pass rate over single attempts); McNemar's test applies where
+/// every shared cluster has one.
+fn binary_outcome(metric: &Metric, sums: &[f64]) -> Option<bool> {
+    match &metric.formula {
+        Formula::Ratio { den, .. } if sums[*den] == 1.0 => match metric.formula.evaluate(sums) {
+            Some(v) if v == 0.0 || v == 1.0 => Some(v == 1.0),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// McNemar's exact test on two entries' binary outcomes, when every cluster both have
+/// a value on is binary for both (else the sign-flip test alone stands).
+fn mcnemar_on(
+    first: &BTreeMap<String, f64>,
+    first_binary: &BTreeMap<String, bool>,
+    second: &BTreeMap<String, f64>,
+    second_binary: &BTreeMap<String, bool>,
+) -> Option<McNemarInfo> {
+    let shared: Vec<&String> = first.keys().filter(|c| second.contains_key(*c)).collect();
+    let outcomes: Option<Vec<(bool, bool)>> =
+        shared.iter().map(|c| Some((*first_binary.get(*c)?, *second_binary.get(*c)?))).collect();
+    let outcomes = outcomes.filter(|o| !o.is_empty())?;
+    let t = mcnemar_exact(&outcomes);
+    Some(McNemarInfo { first_only: t.first_only, second_only: t.second_only, pairs: t.pairs, p: t.p_value })
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -97,6 +199,9 @@ pub struct Leaderboard {
     pub metric: String,
     pub metric_description: String,
     pub direction: &'static str,
+    /// How errored attempts count (pass-rate boards only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<ErrorsInfo>,
     pub by: Vec<String>,
     #[serde(rename = "where")]
     pub filter: Option<String>,
@@ -107,6 +212,11 @@ pub struct Leaderboard {
     pub entries: Vec<Entry>,
     pub evidence_matrix: Option<EvidenceMatrix>,
     pub revision_curves: Vec<Curve>,
+    /// pass@k and pass^k for k = 1.. the most judged attempts of a task (at most
+    /// [`MAX_K`]), per model and harness level; empty when no task has two.
+    pub pass_k: Vec<PassKSeries>,
+    /// How the rank stability of each entry was measured.
+    pub stability: StabilityInfo,
     /// Where a published board links to (`epistore ui`, `--with-episodes`); absent on
     /// a board on its own.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +246,44 @@ pub struct BootstrapInfo {
     pub seed: u64,
     pub level: f64,
     pub unit: &'static str,
+}
+
+/// Split-half rank stability (each entry's `rank_stability`): the share of
+/// `halves` random halves of the task clusters, drawn with `seed`, on which the entry
+/// has the rank it has on the board.
+#[derive(Clone, Debug, Serialize)]
+pub struct StabilityInfo {
+    pub halves: usize,
+    pub seed: u64,
+}
+
+/// pass@k and pass^k of one model and harness level (docs/metrics.md §K).
+#[derive(Clone, Debug, Serialize)]
+pub struct PassKSeries {
+    pub label: String,
+    pub points: Vec<PassKPoint>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PassKPoint {
+    pub k: u64,
+    /// Tasks with at least k judged attempts (what the value is a mean over).
+    pub tasks: i64,
+    pub pass_at_k: Option<f64>,
+    pub pass_at_k_lo: Option<f64>,
+    pub pass_at_k_hi: Option<f64>,
+    pub pass_hat_k: Option<f64>,
+    pub pass_hat_k_lo: Option<f64>,
+    pub pass_hat_k_hi: Option<f64>,
+}
+
+/// McNemar's exact test of a pair of entries (first: the upper or `a`).
+#[derive(Clone, Debug, Serialize)]
+pub struct McNemarInfo {
+    pub first_only: u64,
+    pub second_only: u64,
+    pub pairs: u64,
+    pub p: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -179,6 +327,9 @@ pub struct Entry {
     pub replicates_dropped: usize,
     pub tie_group: Option<usize>,
     pub vs_above: Option<VsAbove>,
+    /// The share of random halves of the task clusters on which the entry keeps its
+    /// rank (`None`: unranked, or fewer than two clusters).
+    pub rank_stability: Option<f64>,
     pub episode_ids: Vec<String>,
 }
 
@@ -194,6 +345,9 @@ pub struct VsAbove {
     pub p_holm: f64,
     pub clusters: usize,
     pub exact: bool,
+    /// McNemar's exact test beside the sign-flip test, where every shared cluster has
+    /// one binary outcome per entry (unadjusted).
+    pub mcnemar: Option<McNemarInfo>,
 }
 
 /// Harness-ladder evidence: per harness level, the share of episodes with each
@@ -350,10 +504,94 @@ async fn revision_curves(engine: &Engine, keys: &[&str], filter: Option<&str>) -
     Ok(curves)
 }
 
+/// Each ranked entry's split-half rank stability (entries in rank order, each with its
+/// components per cluster): the metric pooled over the clusters of a random half.
+fn rank_stability(
+    entries: &[&BTreeMap<String, Vec<f64>>],
+    metric: &Metric,
+    direction: Direction,
+    seed: u64,
+) -> Vec<Option<f64>> {
+    let mut names: Vec<&String> = entries.iter().flat_map(|e| e.keys()).collect();
+    names.sort();
+    names.dedup();
+    let width = entries.iter().flat_map(|e| e.values()).map(Vec::len).next().unwrap_or(0);
+    let value_on = |e: usize, half: &[bool]| {
+        let mut total = vec![0.0; width];
+        for (name, _) in names.iter().zip(half).filter(|(_, &chosen)| chosen) {
+            if let Some(s) = entries[e].get(*name) {
+                total.iter_mut().zip(s).for_each(|(t, v)| *t += v);
+            }
+        }
+        metric.formula.evaluate(&total)
+    };
+    split_half_stability(names.len(), entries.len(), value_on, direction == Direction::Higher, STABILITY_HALVES, seed)
+        .into_iter()
+        .map(|v| (!v.is_nan()).then_some(v))
+        .collect()
+}
+
+/// pass@k and pass^k (the `pass_k(k)` table function, over the board's episodes) for
+/// k = 1 to the most judged attempts any task has (at most [`MAX_K`]), each point over
+/// at least [`PASS_K_MIN_TASKS`] tasks; a series needs two points (k = 1 and 2 at
+/// least), so a population of single attempts has none.
+async fn pass_k_curves(engine: &Engine, filter: Option<&str>) -> Result<Vec<PassKSeries>> {
+    let episodes = format!("(SELECT * FROM episodes{}) AS episodes", episode_filter("episodes", filter));
+    let most = format!(
+        "SELECT max(n) FROM (SELECT count(*) AS n FROM {episodes} WHERE correct IS NOT NULL \
+         GROUP BY model, harness_level, task) AS t"
+    );
+    let mut top = 0i64;
+    for batch in engine.query(&most).await? {
+        let n = ints(&batch, 0)?;
+        if batch.num_rows() > 0 && !n.is_null(0) {
+            top = n.value(0);
+        }
+    }
+    if top < 2 {
+        return Ok(vec![]);
+    }
+    let mut series: BTreeMap<String, Vec<PassKPoint>> = BTreeMap::new();
+    for k in 1..=(top as u64).min(MAX_K) {
+        let sql = epistore_sql::views::PASS_K.replace(":k", &k.to_string()).replacen(
+            "FROM episodes\n",
+            &format!("FROM {episodes}\n"),
+            1,
+        );
+        for batch in engine.query(&sql).await? {
+            let (model, level, tasks) = (strings(&batch, 0)?, strings(&batch, 1)?, ints(&batch, 3)?);
+            let f = |i| floats(&batch, i);
+            let (at, at_lo, at_hi, hat, hat_lo, hat_hi) = (f(5)?, f(6)?, f(7)?, f(8)?, f(9)?, f(10)?);
+            for row in 0..batch.num_rows() {
+                let label = format!("{} / {}", key_text(&model, row), key_text(&level, row));
+                series.entry(label).or_default().push(PassKPoint {
+                    k,
+                    tasks: tasks.value(row),
+                    pass_at_k: opt(&at, row),
+                    pass_at_k_lo: opt(&at_lo, row),
+                    pass_at_k_hi: opt(&at_hi, row),
+                    pass_hat_k: opt(&hat, row),
+                    pass_hat_k_lo: opt(&hat_lo, row),
+                    pass_hat_k_hi: opt(&hat_hi, row),
+                });
+            }
+        }
+    }
+    Ok(series
+        .into_iter()
+        .map(|(label, mut points)| {
+            points.retain(|p| p.tasks >= PASS_K_MIN_TASKS);
+            points.sort_by_key(|p| p.k);
+            PassKSeries { label, points }
+        })
+        .filter(|s| s.points.len() >= 2)
+        .collect())
+}
+
 /// Builds the leaderboard of `spec` over an engine's snapshot.
 pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
     spec.bootstrap.validate().map_err(|e| Error::Usage(e.to_string()))?;
-    let (family, metric): (&Family, &Metric) = find_metric(&spec.metric)?;
+    let (family, metric, errors): (&Family, &Metric, _) = ranked_metric(spec)?;
     let keys: Vec<&str> = spec.by.iter().map(String::as_str).collect();
     let filter = spec.filter.as_deref();
     let direction = spec.direction.unwrap_or(metric.direction);
@@ -365,6 +603,8 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
     struct Row {
         entry: Entry,
         per_cluster: BTreeMap<String, f64>,
+        binary: BTreeMap<String, bool>,
+        sums: BTreeMap<String, Vec<f64>>,
     }
     let mut rows = vec![];
     for entry in &sums {
@@ -372,6 +612,8 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
             .map_err(|e| Error::Usage(e.to_string()))?;
         let per_cluster =
             entry.clusters.iter().filter_map(|(c, s)| metric.formula.evaluate(s).map(|v| (c.clone(), v))).collect();
+        let binary =
+            entry.clusters.iter().filter_map(|(c, s)| binary_outcome(metric, s).map(|b| (c.clone(), b))).collect();
         let ids = episodes.get(&entry.key).cloned().unwrap_or_default();
         rows.push(Row {
             entry: Entry {
@@ -388,9 +630,12 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
                 replicates_dropped: interval.dropped,
                 tie_group: None,
                 vs_above: None,
+                rank_stability: None,
                 episode_ids: ids,
             },
             per_cluster,
+            binary,
+            sums: entry.clusters.iter().cloned().collect(),
         });
     }
 
@@ -425,10 +670,20 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
     let p_holm: BTreeMap<(usize, usize), f64> = pairs.keys().copied().zip(adjusted).collect();
     // A pair with no shared cluster was not tested and cannot separate its entries.
     let groups = leader_groups(ranked, |a, b| p_holm.get(&(a, b)).is_some_and(|p| *p < spec.alpha));
+    let stability = rank_stability(
+        &rows[..ranked].iter().map(|r| &r.sums).collect::<Vec<_>>(),
+        metric,
+        direction,
+        spec.bootstrap.seed,
+    );
     for i in 0..ranked {
         let above_label = if i > 0 { rows[i - 1].entry.label.clone() } else { String::new() };
         let above = i.checked_sub(1).map(|a| (a, i));
+        let mcnemar = above.and_then(|(a, b)| {
+            mcnemar_on(&rows[a].per_cluster, &rows[a].binary, &rows[b].per_cluster, &rows[b].binary)
+        });
         let entry = &mut rows[i].entry;
+        entry.rank_stability = stability[i];
         entry.rank = Some(i + 1);
         entry.tie_group = Some(groups[i]);
         entry.vs_above = above.and_then(|k| pairs.get(&k).map(|c| (c, p_holm[&k]))).map(|(c, p)| VsAbove {
@@ -440,6 +695,7 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
             p_holm: p,
             clusters: c.clusters,
             exact: c.exact,
+            mcnemar,
         });
     }
 
@@ -451,6 +707,7 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
         metric: metric.name.clone(),
         metric_description: metric.description.clone(),
         direction: if direction == Direction::Higher { "higher" } else { "lower" },
+        errors,
         by: key_names,
         filter: spec.filter.clone(),
         store_snapshot: engine.snapshot_seq,
@@ -471,6 +728,8 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
         entries: rows.into_iter().map(|r| r.entry).collect(),
         evidence_matrix: evidence_matrix(engine, filter).await?,
         revision_curves: revision_curves(engine, &curve_keys, filter).await?,
+        pass_k: pass_k_curves(engine, filter).await?,
+        stability: StabilityInfo { halves: STABILITY_HALVES, seed: spec.bootstrap.seed },
         links: None,
     })
 }
@@ -490,26 +749,31 @@ pub struct Comparison {
     pub p: f64,
     pub p_holm: f64,
     pub exact: bool,
+    pub mcnemar: Option<McNemarInfo>,
 }
 
 /// Every pair of entries compared on the clusters both have (docs/metrics.md §G), with
 /// Holm-adjusted p-values over the family of all pairs that share a cluster.
 pub async fn compare_all(engine: &Engine, spec: &Spec) -> Result<Vec<Comparison>> {
     spec.bootstrap.validate().map_err(|e| Error::Usage(e.to_string()))?;
-    let (family, metric) = find_metric(&spec.metric)?;
+    let (family, metric, _) = ranked_metric(spec)?;
     let keys: Vec<&str> = spec.by.iter().map(String::as_str).collect();
     let sums = engine.cluster_sums(family, &keys, spec.filter.as_deref()).await?;
-    let per_cluster: Vec<(String, BTreeMap<&str, f64>)> = sums
+    type Values = BTreeMap<String, f64>;
+    type Binary = BTreeMap<String, bool>;
+    let per_cluster: Vec<(String, Values, Binary)> = sums
         .iter()
         .map(|e| {
             let values =
-                e.clusters.iter().filter_map(|(c, s)| metric.formula.evaluate(s).map(|v| (c.as_str(), v))).collect();
-            (e.key.join(" / "), values)
+                e.clusters.iter().filter_map(|(c, s)| metric.formula.evaluate(s).map(|v| (c.clone(), v))).collect();
+            let binary =
+                e.clusters.iter().filter_map(|(c, s)| binary_outcome(metric, s).map(|b| (c.clone(), b))).collect();
+            (e.key.join(" / "), values, binary)
         })
         .collect();
     let mut out = vec![];
-    for (i, (a, va)) in per_cluster.iter().enumerate() {
-        for (b, vb) in &per_cluster[i + 1..] {
+    for (i, (a, va, ba)) in per_cluster.iter().enumerate() {
+        for (b, vb, bb) in &per_cluster[i + 1..] {
             let differences: Vec<f64> = va.iter().filter_map(|(c, x)| vb.get(c).map(|y| x - y)).collect();
             if let Some(c) =
                 paired_comparison(&differences, &spec.bootstrap).map_err(|e| Error::Usage(e.to_string()))?
@@ -524,6 +788,7 @@ pub async fn compare_all(engine: &Engine, spec: &Spec) -> Result<Vec<Comparison>
                     p: c.p_value,
                     p_holm: f64::NAN,
                     exact: c.exact,
+                    mcnemar: mcnemar_on(va, ba, vb, bb),
                 });
             }
         }

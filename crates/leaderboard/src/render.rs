@@ -44,7 +44,7 @@ pub fn to_json(board: &Leaderboard) -> Result<String> {
 /// One row per entry; the episode ids space-separated in the last column.
 pub fn to_csv(board: &Leaderboard) -> Result<String> {
     let mut out = String::from(
-        "rank,entry,value,lo,hi,n,episodes,clusters,replicates_used,replicates_dropped,tie_group,mean_difference_vs_above,p_vs_above,p_holm_vs_above,episode_ids\n",
+        "rank,entry,value,lo,hi,n,episodes,clusters,replicates_used,replicates_dropped,tie_group,mean_difference_vs_above,p_vs_above,p_holm_vs_above,mcnemar_p_vs_above,rank_stability,episode_ids\n",
     );
     let field = |s: &str| {
         if s.contains([',', '"', '\n', '\r']) {
@@ -58,7 +58,7 @@ pub fn to_csv(board: &Leaderboard) -> Result<String> {
         let vs = e.vs_above.as_ref();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             e.rank.map(|r| r.to_string()).unwrap_or_default(),
             field(&e.label),
             o(e.value),
@@ -73,10 +73,19 @@ pub fn to_csv(board: &Leaderboard) -> Result<String> {
             o(vs.map(|v| v.mean_difference)),
             o(vs.map(|v| v.p)),
             o(vs.map(|v| v.p_holm)),
+            o(vs.and_then(|v| v.mcnemar.as_ref()).map(|m| m.p)),
+            o(e.rank_stability),
             e.episode_ids.join(" ")
         );
     }
     Ok(out)
+}
+
+fn errors_word(rule: crate::Errors) -> &'static str {
+    match rule {
+        crate::Errors::Fail => "counted as failures",
+        crate::Errors::Exclude => "left out",
+    }
 }
 
 pub fn to_markdown(board: &Leaderboard) -> Result<String> {
@@ -110,17 +119,25 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
         board.comparison.alpha,
         board.comparison.groups,
     );
-    out.push_str("| rank | entry | value | interval | n | episodes | clusters | tie group | vs above (Holm p) |\n");
-    out.push_str("|---:|---|---:|---|---:|---:|---:|---:|---|\n");
+    if let Some(errors) = &board.errors {
+        let _ = writeln!(out, "Errors ({}, {}): {}.\n", errors_word(errors.rule), errors.chosen, errors.text);
+    }
+    out.push_str(
+        "| rank | entry | value | interval | n | episodes | clusters | tie group | vs above (Holm p) | rank held |\n",
+    );
+    out.push_str("|---:|---|---:|---|---:|---:|---:|---:|---|---:|\n");
     for e in &board.entries {
         let vs = e
             .vs_above
             .as_ref()
-            .map(|v| format!("{:+.3} (p {})", v.mean_difference, p_value(v.p_holm)))
+            .map(|v| {
+                let mcnemar = v.mcnemar.as_ref().map(|m| format!("; McNemar p {}", p_value(m.p))).unwrap_or_default();
+                format!("{:+.3} (p {}{mcnemar})", v.mean_difference, p_value(v.p_holm))
+            })
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             e.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
             escape_html(&e.label).replace('|', "\\|").replace(['\n', '\r'], " "),
             number(e.value),
@@ -129,8 +146,49 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
             e.episodes,
             e.clusters,
             e.tie_group.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
-            vs
+            vs,
+            e.rank_stability.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into()),
         );
+    }
+    let _ = writeln!(
+        out,
+        "\nColumns: **value** the metric pooled over the entry's episodes; **interval** its {:.0}% bootstrap \
+         interval over task clusters (`NULL (one task cluster)` when the entry has a single cluster: no between-cluster \
+         information, no interval); **n** the metric's pooled denominator; **episodes** the entry's episodes; \
+         **clusters** its task clusters (the unit resampled); **tie group** as stated above; **vs above** the mean \
+         per-cluster difference from the entry ranked above and its Holm-adjusted p (McNemar's exact p, unadjusted, \
+         where every shared cluster has one binary outcome); **rank held** how often the entry keeps its rank over \
+         {} random halves of the task clusters (seed {}).",
+        b.level * 100.0,
+        board.stability.halves,
+        board.stability.seed
+    );
+    if !board.pass_k.is_empty() {
+        out.push_str(
+            "\n## Reliability over attempts\n\npass@k: at least one of k attempts of a task resolved; pass^k: all k \
+             resolved (unbiased estimators over each task's judged attempts, mean over tasks with at least k, \
+             shown where at least 5 tasks have k; intervals over task clusters).\n\n| model / harness level | k | tasks | pass@k | interval | pass^k | interval |\n\
+             |---|---:|---:|---:|---|---:|---|\n",
+        );
+        for series in &board.pass_k {
+            for p in &series.points {
+                let ci = |lo: Option<f64>, hi: Option<f64>| match (lo, hi) {
+                    (Some(lo), Some(hi)) => format!("[{lo:.3}, {hi:.3}]"),
+                    _ => "-".into(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    escape_html(&series.label).replace('|', "\\|"),
+                    p.k,
+                    p.tasks,
+                    number(p.pass_at_k),
+                    ci(p.pass_at_k_lo, p.pass_at_k_hi),
+                    number(p.pass_hat_k),
+                    ci(p.pass_hat_k_lo, p.pass_hat_k_hi),
+                );
+            }
+        }
     }
     out.push_str("\n## Episodes behind each entry\n\n");
     for e in &board.entries {

@@ -231,6 +231,7 @@ impl Ui {
             bootstrap: Default::default(),
             alpha: 0.05,
             direction: None,
+            errors: None,
             generated_by: format!("epistore {}", env!("CARGO_PKG_VERSION")),
         };
         let board = Arc::new(epistore_leaderboard::build(&engine, &spec).await.map_err(|e| match e {

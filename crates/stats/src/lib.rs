@@ -12,9 +12,15 @@
 //!   bootstrap interval, and a two-sided sign-flip permutation p-value (exact up to 16
 //!   clusters, Monte Carlo above).
 //! - [`holm`] and [`leader_groups`]: family-wise adjustment and leaderboard tie groups.
+//! - [`mcnemar_exact`]: McNemar's exact test where each shared cluster has one binary
+//!   outcome per entry, beside the sign-flip test.
+//! - [`split_half_stability`]: how often each rank holds over random halves of the
+//!   clusters.
 
 mod bootstrap;
 mod compare;
+mod paired_binary;
+mod stability;
 
 pub use bootstrap::{
     bootstrap_with_plan, cluster_bootstrap, percentile, Bootstrap, Interval, ResamplePlan, MAX_REPLICATES,
@@ -23,6 +29,8 @@ pub use compare::{
     holm, leader_groups, paired_comparison, sign_flip_p_value, PairedComparison, EXACT_SIGN_FLIP_MAX_CLUSTERS,
     MONTE_CARLO_DRAWS,
 };
+pub use paired_binary::{mcnemar_exact, mcnemar_p, McNemar};
+pub use stability::split_half_stability;
 
 /// Errors from this crate: only bad settings; data never makes a computation fail
 /// (undefined values are `None`).
