@@ -278,6 +278,7 @@ class Database:
         alpha: float = 0.05,
         replicates: int | None = None,
         seed: int | None = None,
+        errors: str | None = None,
     ) -> Union[str, pa.Table]:
         """A leaderboard on ``metric``, as ``epistore leaderboard``: entries ranked with
         task-cluster bootstrap intervals, paired sign-flip tests against the entry
@@ -289,11 +290,13 @@ class Database:
         of cell_metrics, ``label_share:LABEL``, ``posture_share:POSTURE``,
         repair_rate, verifier_accuracy, phi, top1_all, ...; an unknown one raises
         :class:`Error`. ``better``: ``"higher"`` or ``"lower"`` overrides which way the
-        metric ranks; ``alpha`` is the tie-group threshold::
+        metric ranks; ``alpha`` is the tie-group threshold; ``errors`` (``"fail"``, the
+        default, or ``"exclude"``) says how an attempt that errored before it was
+        judged counts in a pass rate (``pass_rate``, ``resolve_rate``)::
 
             html = db.leaderboard("sound_completion", by="model", format="html", out="board.html")
         """
-        result = self._db.leaderboard(metric, _keys(by), where, format, better, alpha, replicates, seed)
+        result = self._db.leaderboard(metric, _keys(by), where, format, better, alpha, replicates, seed, errors)
         if format == "table":
             if out is not None:
                 raise Error("format='table' returns a pyarrow.Table; out= is for the text formats")

@@ -79,6 +79,7 @@ pub async fn metric_intervals(
 }
 
 /// What `epistore leaderboard --metric M --by KEYS ...` ranks.
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `Store.leaderboard`, one for one
 pub fn spec(
     metric: String,
     by: Vec<String>,
@@ -87,12 +88,19 @@ pub fn spec(
     alpha: f64,
     replicates: Option<usize>,
     seed: Option<u64>,
+    errors: Option<&str>,
 ) -> Result<Spec> {
     let direction = match better {
         None => None,
         Some("higher") => Some(Direction::Higher),
         Some("lower") => Some(Direction::Lower),
         Some(other) => anyhow::bail!("better must be \"higher\" or \"lower\", not {other:?}"),
+    };
+    let errors = match errors {
+        None => None,
+        Some("fail") => Some(epistore_leaderboard::Errors::Fail),
+        Some("exclude") => Some(epistore_leaderboard::Errors::Exclude),
+        Some(other) => anyhow::bail!("errors must be \"fail\" or \"exclude\", not {other:?}"),
     };
     Ok(Spec {
         metric,
@@ -101,6 +109,7 @@ pub fn spec(
         bootstrap: bootstrap(replicates, seed),
         alpha,
         direction,
+        errors,
         generated_by: format!("epistore {}", env!("CARGO_PKG_VERSION")),
     })
 }

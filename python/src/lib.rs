@@ -187,7 +187,7 @@ impl Database {
 
     /// `epistore leaderboard`: the board as text (`md`, `html`, `json`, `csv`) or, with
     /// `table`, its entries as a stream.
-    #[pyo3(signature = (metric, by, filter=None, format="md", better=None, alpha=0.05, replicates=None, seed=None))]
+    #[pyo3(signature = (metric, by, filter=None, format="md", better=None, alpha=0.05, replicates=None, seed=None, errors=None))]
     #[allow(clippy::too_many_arguments)]
     fn leaderboard(
         &self,
@@ -200,10 +200,12 @@ impl Database {
         alpha: f64,
         replicates: Option<usize>,
         seed: Option<u64>,
+        errors: Option<String>,
     ) -> PyResult<Py<PyAny>> {
         let board = py
             .detach(|| {
-                let spec = boards::spec(metric, by, filter, better.as_deref(), alpha, replicates, seed)?;
+                let spec =
+                    boards::spec(metric, by, filter, better.as_deref(), alpha, replicates, seed, errors.as_deref())?;
                 let format = boards::BoardFormat::parse(format)?;
                 let engine = self.engine()?;
                 let board = self.runtime.block_on(epistore_leaderboard::build(&engine, &spec))?;
