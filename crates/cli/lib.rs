@@ -146,9 +146,13 @@ enum Command {
     /// Rank entries on one metric with intervals, paired tests and tie groups.
     ///
     /// Each entry gets its pooled value, a 95% percentile bootstrap interval over task
-    /// clusters, a paired sign-flip test against the entry ranked above (Holm-adjusted
-    /// over the board) and a tie group, plus the episode ids behind its score. The HTML
-    /// format is one self-contained page with a sortable table and charts.
+    /// clusters, paired sign-flip tests against every other entry (Holm-adjusted over
+    /// all pairs, as `compare`; McNemar's exact test beside them on single binary
+    /// outcomes), a tie group, how often its rank holds over random halves of the
+    /// tasks, and the episode ids behind its score; with repeated attempts, the pass@k
+    /// and pass^k curve. A pass rate (`pass_rate`, `resolve_rate`) counts errored
+    /// attempts as failures unless `--errors exclude`. The HTML format is one
+    /// self-contained page with a sortable table and charts.
     Leaderboard(LeaderboardArgs),
     /// Browse the store in a web browser: a read-only local server of the viewer's
     /// pages (index of cells and headline metrics -> leaderboards -> an entry's
