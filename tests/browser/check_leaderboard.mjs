@@ -185,6 +185,16 @@ try {
     } else if (await page.$("section#pass-k")) {
       fail("a pass@k section although pass_k is empty");
     }
+    // --- cost against the metric: one point per entry with a value and a known cost ---
+    const costed = (Array.isArray(data.entries) ? data.entries : [])
+      .filter((e) => typeof e.value === "number" && e.cost_per_episode && typeof e.cost_per_episode.value === "number");
+    summary.cost_points = costed.length;
+    if (costed.length >= 2) {
+      const n = await page.$$eval("svg#cost-chart .cost-point", (g) => g.length);
+      if (n !== costed.length) fail(`#cost-chart has ${n} points, expected ${costed.length}`);
+    } else if (await page.$("section#cost")) {
+      fail("a cost section although fewer than two entries have a cost");
+    }
     // --- rank held: one cell per entry, a percentage or NULL ---
     const held = await page.$$eval("#leaderboard tbody tr", (rows) => rows.map((r) => {
       const i = [...r.closest("table").querySelectorAll("thead th")].findIndex((th) => th.dataset.key === "rank_stability");

@@ -331,6 +331,7 @@ fn leaderboard_page_renders_in_headless_chromium() {
         assert_eq!(summary["console"], json!([]));
         assert_eq!(summary["key_cells_out_of_sight"], json!([]), "at {width} px");
         assert!(summary["revision_series"].as_u64().unwrap() > 0);
+        assert_eq!(summary["cost_points"], json!(4), "the synthetic episodes state their costs");
         assert!(std::fs::metadata(&screenshot).unwrap().len() > 10_000);
     }
     // A board whose entries share no cluster, each of one cluster: the page says the
@@ -540,4 +541,74 @@ fn a_pass_rate_board_states_its_error_rule_and_tests_pairs_with_mcnemar() {
     let refused = store.run(&["leaderboard", "--metric", "avs_rate", "--errors", "fail"]);
     assert!(!refused.status.success());
     assert!(text(&refused.stderr).contains("--errors applies to a pass rate"), "{}", text(&refused.stderr));
+}
+
+/// Costs on a board (docs/metrics.md §L): model acme-fast costs 1,000 in + 100 out tokens
+/// an attempt and resolves 1 of 2 tasks, acme-big 10,000 + 1,000 and resolves 2 of 2.
+/// The shipped table lists neither (no cost); `EPISTORE_PRICES` naming a table with
+/// acme at $1 / $2 per million tokens prices them: acme-fast 1,000 + 200 = 1,200
+/// microdollars an episode, acme-big 10,000 + 2,000 = 12,000. Both are on the frontier
+/// (one cheaper, the other better). A bad table is refused naming its field.
+#[test]
+fn costs_come_from_the_price_table_in_force_and_mark_the_frontier() {
+    let store = TestStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    for (model, tin, tout, resolved) in
+        [("acme-fast", 1000, 100, [true, false]), ("acme-big", 10_000, 1000, [true, true])]
+    {
+        for (t, correct) in resolved.iter().enumerate() {
+            let manifest = json!({"format": "episode-package/1.2", "episode": format!("cost/{model}-{t}"),
+                "model": {"name": model}, "harness": {"level": "H2"}, "task": {"id": format!("t{t}")}});
+            let outcome = json!({"label": null, "correct": correct, "cost": {"tokens_in": tin, "tokens_out": tout}});
+            let files = BTreeMap::from([
+                ("manifest.json".to_string(), manifest.to_string().into_bytes()),
+                ("outcome.json".to_string(), outcome.to_string().into_bytes()),
+            ]);
+            write_package(&dir.path().join(format!("{model}-{t}")), &files);
+        }
+    }
+    assert!(store.ingest(&[dir.path()]).status.success());
+    let args = ["leaderboard", "--format", "json", "--metric", "pass_rate", "--replicates", "200"];
+
+    let out = store.run(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shipped: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((shipped["cost"]["derived"].as_i64(), shipped["cost"]["unknown"].as_i64()), (Some(0), Some(4)));
+    assert!(shipped["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["cost_per_episode"].is_null() && e["pareto"] == false));
+
+    let prices = dir.path().join("prices.json");
+    std::fs::write(
+        &prices,
+        r#"{"version": "test-1", "date": "2026-12-05", "models": [{"prefix": "acme", "input": 1, "output": 2}]}"#,
+    )
+    .unwrap();
+    let out = store.command().args(args).env("EPISTORE_PRICES", &prices).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((b["cost"]["derived"].as_i64(), b["cost"]["price_version"].as_str()), (Some(4), Some("test-1")));
+    let entry = |label: &str| b["entries"].as_array().unwrap().iter().find(|e| e["label"] == label).unwrap().clone();
+    let (big, fast) = (entry("acme-big"), entry("acme-fast"));
+    assert_eq!(big["cost_per_episode"]["value"].as_f64(), Some(0.012));
+    assert_eq!(fast["cost_per_episode"]["value"].as_f64(), Some(0.0012));
+    assert_eq!((big["pareto"].as_bool(), fast["pareto"].as_bool()), (Some(true), Some(true)));
+    let sql = store
+        .command()
+        .args(["sql", "--format", "csv", "SELECT price_version, count(*) FROM episode_costs GROUP BY 1"])
+        .env("EPISTORE_PRICES", &prices)
+        .output()
+        .unwrap();
+    assert_eq!(text(&sql.stdout).trim(), "price_version,count(*)\ntest-1,4");
+
+    std::fs::write(
+        &prices,
+        r#"{"version": "v", "date": "d", "models": [{"prefix": "acme", "input": "cheap", "output": 2}]}"#,
+    )
+    .unwrap();
+    let bad = store.command().args(args).env("EPISTORE_PRICES", &prices).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(text(&bad.stderr).contains("`models[0].input` must be a number"), "{}", text(&bad.stderr));
 }

@@ -358,6 +358,10 @@ pub struct Recorder {
     other_scores: BTreeMap<String, Value>,
     tokens_in: Option<i64>,
     tokens_out: Option<i64>,
+    /// Of `tokens_in`, how many were read from / written to a prompt cache (priced
+    /// differently: docs/metrics.md §L).
+    cache_read_tokens: Option<i64>,
+    cache_write_tokens: Option<i64>,
     usd: Option<f64>,
     supersedes: Option<String>,
     /// The files written so far that hold secrets, by package path: the findings and the
@@ -445,6 +449,8 @@ impl Recorder {
             other_scores: BTreeMap::new(),
             tokens_in: None,
             tokens_out: None,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
             usd: None,
             supersedes: None,
             secret_files: BTreeMap::new(),
@@ -696,6 +702,17 @@ impl Recorder {
             *self.tokens_out.get_or_insert(0) += t;
         }
     }
+    /// Of the input tokens counted with [`Recorder::tokens`], those read from and
+    /// written to the model's prompt cache (`outcome.cost.cache_read_tokens`,
+    /// `cache_write_tokens`): summed.
+    pub fn cache_tokens(&mut self, read: Option<i64>, write: Option<i64>) {
+        for (total, n) in [(&mut self.cache_read_tokens, read), (&mut self.cache_write_tokens, write)] {
+            if let Some(n) = n.filter(|n| *n >= 0) {
+                *total.get_or_insert(0) += n;
+            }
+        }
+    }
+
     pub fn usd(&mut self, usd: f64) {
         if usd.is_finite() && usd >= 0.0 {
             *self.usd.get_or_insert(0.0) += usd;
@@ -1586,6 +1603,13 @@ impl Recorder {
         }
         if let Some(t) = self.tokens_out {
             cost.insert("tokens_out".into(), json!(t));
+        }
+        for (key, n) in [("cache_read_tokens", self.cache_read_tokens), ("cache_write_tokens", self.cache_write_tokens)]
+        {
+            // Parts of `tokens_in`: meaningless without it.
+            if let (Some(n), Some(_)) = (n, self.tokens_in) {
+                cost.insert(key.into(), json!(n));
+            }
         }
         if let Some(u) = self.usd {
             cost.insert("usd".into(), json!(u));

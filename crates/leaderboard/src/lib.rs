@@ -217,6 +217,8 @@ pub struct Leaderboard {
     pub pass_k: Vec<PassKSeries>,
     /// How the rank stability of each entry was measured.
     pub stability: StabilityInfo,
+    /// Where the entries' costs come from.
+    pub cost: CostInfo,
     /// Where a published board links to (`epistore ui`, `--with-episodes`); absent on
     /// a board on its own.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -246,6 +248,26 @@ pub struct BootstrapInfo {
     pub seed: u64,
     pub level: f64,
     pub unit: &'static str,
+}
+
+/// A per-episode mean with its task-cluster interval and the episodes it is over.
+#[derive(Clone, Debug, Serialize)]
+pub struct AxisValue {
+    pub value: Option<f64>,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub n: f64,
+}
+
+/// Where the board's costs come from: how many episodes' cost the logs state, how many
+/// are derived from tokens with which price table, how many are unknown.
+#[derive(Clone, Debug, Serialize)]
+pub struct CostInfo {
+    pub observed: i64,
+    pub derived: i64,
+    pub unknown: i64,
+    pub price_version: String,
+    pub price_date: String,
 }
 
 /// Split-half rank stability (each entry's `rank_stability`): the share of
@@ -330,6 +352,14 @@ pub struct Entry {
     /// The share of random halves of the task clusters on which the entry keeps its
     /// rank (`None`: unranked, or fewer than two clusters).
     pub rank_stability: Option<f64>,
+    /// Mean cost per episode (USD) over its episodes whose cost is known, with its
+    /// interval (docs/metrics.md §L); `None` when no cost is known.
+    pub cost_per_episode: Option<AxisValue>,
+    /// Mean duration per episode (ms) over its episodes whose duration is known.
+    pub duration_ms_per_episode: Option<AxisValue>,
+    /// On the cost-accuracy frontier: no other entry is at most as costly and at least
+    /// as good on the metric, and strictly one of the two.
+    pub pareto: bool,
     pub episode_ids: Vec<String>,
 }
 
@@ -588,6 +618,80 @@ async fn pass_k_curves(engine: &Engine, filter: Option<&str>) -> Result<Vec<Pass
         .collect())
 }
 
+/// Each entry's cost and duration per episode with their intervals (the
+/// `cost_per_episode` and `duration_ms_per_episode` metrics over the same keys and
+/// episodes), and where the costs come from.
+async fn entry_costs(
+    engine: &Engine,
+    keys: &[&str],
+    filter: Option<&str>,
+    bootstrap: &Bootstrap,
+    entries: &mut [Entry],
+) -> Result<CostInfo> {
+    let (family, cost) = find_metric("cost_per_episode")?;
+    let (_, duration) = find_metric("duration_ms_per_episode")?;
+    let axis = |sums: &epistore_sql::intervals::ClusterSums, metric: &Metric| -> Result<Option<AxisValue>> {
+        let n = sums.total(metric.formula.denominator());
+        if n == 0.0 {
+            return Ok(None);
+        }
+        let i = cluster_bootstrap(&sums.sums(), |t| metric.formula.evaluate(t), bootstrap)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        Ok(Some(AxisValue { value: i.estimate, lo: i.lo, hi: i.hi, n }))
+    };
+    let by_key: BTreeMap<Vec<String>, (Option<AxisValue>, Option<AxisValue>)> = {
+        let mut out = BTreeMap::new();
+        for sums in engine.cluster_sums(family, keys, filter).await? {
+            out.insert(sums.key.clone(), (axis(&sums, cost)?, axis(&sums, duration)?));
+        }
+        out
+    };
+    for e in entries.iter_mut() {
+        // An entry's key is the board's keys, then its family's own keys (a verifier):
+        // costs are per episode, so by the board's keys.
+        let key: Vec<String> = keys.iter().map(|k| e.key.get(*k).cloned().unwrap_or_default()).collect();
+        if let Some((c, d)) = by_key.get(&key) {
+            e.cost_per_episode = c.clone();
+            e.duration_ms_per_episode = d.clone();
+        }
+    }
+    let sql =
+        format!("SELECT cost_grade, count(*) FROM ({}) AS c GROUP BY cost_grade", family.source_sql(keys, filter));
+    let mut info =
+        CostInfo { observed: 0, derived: 0, unknown: 0, price_version: String::new(), price_date: String::new() };
+    for batch in engine.query(&sql).await? {
+        let (grade, count) = (strings(&batch, 0)?, ints(&batch, 1)?);
+        for row in 0..batch.num_rows() {
+            let n = count.value(row);
+            match (!grade.is_null(row)).then(|| grade.value(row)) {
+                Some("observed") => info.observed += n,
+                Some("derived") => info.derived += n,
+                _ => info.unknown += n,
+            }
+        }
+    }
+    let table = epistore_sql::prices::PriceTable::in_force()?;
+    (info.price_version, info.price_date) = (table.version, table.date);
+    Ok(info)
+}
+
+/// Marks the ranked entries on the cost-accuracy frontier: those with a value and a
+/// cost that no other such entry beats on one and matches or beats on the other.
+fn mark_frontier(entries: &mut [Entry], direction: Direction) {
+    let points: Vec<(usize, f64, f64)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| Some((i, e.value?, e.cost_per_episode.as_ref()?.value?)))
+        .collect();
+    let better = |a: f64, b: f64| if direction == Direction::Higher { a > b } else { a < b };
+    for &(i, value, cost) in &points {
+        let dominated = points.iter().any(|&(j, v, c)| {
+            j != i && c <= cost && (v == value || better(v, value)) && (c < cost || better(v, value))
+        });
+        entries[i].pareto = !dominated;
+    }
+}
+
 /// Builds the leaderboard of `spec` over an engine's snapshot.
 pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
     spec.bootstrap.validate().map_err(|e| Error::Usage(e.to_string()))?;
@@ -631,6 +735,9 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
                 tie_group: None,
                 vs_above: None,
                 rank_stability: None,
+                cost_per_episode: None,
+                duration_ms_per_episode: None,
+                pareto: false,
                 episode_ids: ids,
             },
             per_cluster,
@@ -699,6 +806,10 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
         });
     }
 
+    let mut entries: Vec<Entry> = rows.into_iter().map(|r| r.entry).collect();
+    let cost = entry_costs(engine, &keys, filter, &spec.bootstrap, &mut entries).await?;
+    mark_frontier(&mut entries, direction);
+
     let curve_keys: Vec<&str> = keys.clone();
     let by_label = if key_names.is_empty() { "everything".to_string() } else { key_names.join(", ") };
     Ok(Leaderboard {
@@ -725,11 +836,12 @@ pub async fn build(engine: &Engine, spec: &Spec) -> Result<Leaderboard> {
             alpha: spec.alpha,
             groups: GROUP_RULE,
         },
-        entries: rows.into_iter().map(|r| r.entry).collect(),
+        entries,
         evidence_matrix: evidence_matrix(engine, filter).await?,
         revision_curves: revision_curves(engine, &curve_keys, filter).await?,
         pass_k: pass_k_curves(engine, filter).await?,
         stability: StabilityInfo { halves: STABILITY_HALVES, seed: spec.bootstrap.seed },
+        cost,
         links: None,
     })
 }

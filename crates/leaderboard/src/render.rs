@@ -44,7 +44,7 @@ pub fn to_json(board: &Leaderboard) -> Result<String> {
 /// One row per entry; the episode ids space-separated in the last column.
 pub fn to_csv(board: &Leaderboard) -> Result<String> {
     let mut out = String::from(
-        "rank,entry,value,lo,hi,n,episodes,clusters,replicates_used,replicates_dropped,tie_group,mean_difference_vs_above,p_vs_above,p_holm_vs_above,mcnemar_p_vs_above,rank_stability,episode_ids\n",
+        "rank,entry,value,lo,hi,n,episodes,clusters,replicates_used,replicates_dropped,tie_group,mean_difference_vs_above,p_vs_above,p_holm_vs_above,mcnemar_p_vs_above,rank_stability,cost_per_episode,cost_lo,cost_hi,duration_ms_per_episode,pareto,episode_ids\n",
     );
     let field = |s: &str| {
         if s.contains([',', '"', '\n', '\r']) {
@@ -58,7 +58,7 @@ pub fn to_csv(board: &Leaderboard) -> Result<String> {
         let vs = e.vs_above.as_ref();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             e.rank.map(|r| r.to_string()).unwrap_or_default(),
             field(&e.label),
             o(e.value),
@@ -75,6 +75,11 @@ pub fn to_csv(board: &Leaderboard) -> Result<String> {
             o(vs.map(|v| v.p_holm)),
             o(vs.and_then(|v| v.mcnemar.as_ref()).map(|m| m.p)),
             o(e.rank_stability),
+            o(e.cost_per_episode.as_ref().and_then(|c| c.value)),
+            o(e.cost_per_episode.as_ref().and_then(|c| c.lo)),
+            o(e.cost_per_episode.as_ref().and_then(|c| c.hi)),
+            o(e.duration_ms_per_episode.as_ref().and_then(|c| c.value)),
+            e.pareto,
             e.episode_ids.join(" ")
         );
     }
@@ -163,6 +168,45 @@ pub fn to_markdown(board: &Leaderboard) -> Result<String> {
         board.stability.halves,
         board.stability.seed
     );
+    let costed: Vec<&crate::Entry> = board.entries.iter().filter(|e| e.cost_per_episode.is_some()).collect();
+    let c = &board.cost;
+    let _ = writeln!(
+        out,
+        "\n## Cost and duration\n\nCosts: {} episodes as their logs state (observed), {} derived from their tokens with \
+         price table {} ({}), {} unknown (left out, never counted as 0).\n",
+        c.observed, c.derived, c.price_version, c.price_date, c.unknown
+    );
+    if costed.is_empty() {
+        out.push_str("No entry has an episode with a known cost.\n");
+    } else {
+        out.push_str("| entry | value | cost / episode (USD) | interval | episodes costed | duration / episode | on the frontier |\n");
+        out.push_str("|---|---:|---:|---|---:|---:|---|\n");
+        for e in &board.entries {
+            let cost = e.cost_per_episode.as_ref();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                escape_html(&e.label).replace('|', "\\|"),
+                number(e.value),
+                cost.and_then(|c| c.value).map(|v| format!("{v:.4}")).unwrap_or_else(|| "NULL".into()),
+                match cost.map(|c| (c.lo, c.hi)) {
+                    Some((Some(lo), Some(hi))) => format!("[{lo:.4}, {hi:.4}]"),
+                    _ => "-".into(),
+                },
+                cost.map(|c| count(c.n)).unwrap_or_else(|| "0".into()),
+                e.duration_ms_per_episode
+                    .as_ref()
+                    .and_then(|d| d.value)
+                    .map(|ms| format!("{:.1} s", ms / 1000.0))
+                    .unwrap_or_else(|| "NULL".into()),
+                if e.pareto { "yes" } else { "" },
+            );
+        }
+        out.push_str(
+            "\nOn the frontier: no other entry is at most as costly per episode and at least as good on the metric, \
+             and strictly one of the two.\n",
+        );
+    }
     if !board.pass_k.is_empty() {
         out.push_str(
             "\n## Reliability over attempts\n\npass@k: at least one of k attempts of a task resolved; pass^k: all k \

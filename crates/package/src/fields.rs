@@ -121,6 +121,16 @@ impl<'a> Obj<'a> {
         }
     }
 
+    /// An integer field (at least 0) read to be checked only, kept among the unknown
+    /// fields like [`Obj::string_kept_in_extra`].
+    pub fn count_kept_in_extra(&self, name: &str) -> FieldResult<()> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(()),
+            Some(v) if v.as_u64().is_some() => Ok(()),
+            Some(other) => self.fail(name, format!("expected a whole number >= 0, found {}", type_name(other))),
+        }
+    }
+
     fn nested(&self, name: &str, value: Option<&'a Value>) -> FieldResult<Option<Obj<'a>>> {
         match value {
             None => Ok(None),

@@ -649,6 +649,12 @@ fn parse_outcome(o: &Obj, format: &str) -> FieldResult<Outcome> {
     };
     let budget = o.object("budget")?;
     let cost = o.object("cost")?;
+    if let (true, Some(cost)) = (revision >= Revision::V1_2, &cost) {
+        // Revision 1.2: the prompt-cache parts of `tokens_in` (kept in `extra`; the
+        // store's `episode_costs` prices them).
+        cost.count_kept_in_extra("cache_read_tokens")?;
+        cost.count_kept_in_extra("cache_write_tokens")?;
+    }
     let count = |obj: &Option<Obj>, name: &str| obj.as_ref().map(|b| b.integer(name, 0, i64::MAX)).transpose();
     let amount = |obj: &Option<Obj>, name: &str| obj.as_ref().map(|b| b.number(name, 0.0, f64::MAX)).transpose();
     let mut outcome = Outcome {
@@ -2025,6 +2031,17 @@ pub(crate) mod tests {
         );
         let pkg = revision_1_2().trace("verification", &[json!({"seq": 0, "check_id": "t", "state_digest": ["x"]})]);
         assert_rejected(&pkg, "traces/verification.jsonl", Some(1), Some("state_digest"));
+    }
+
+    #[test]
+    fn revision_1_2_cache_token_counts_are_whole_numbers_kept_in_extra() {
+        let e = revision_1_2()
+            .set(OUTCOME, "cost", json!({"tokens_in": 100, "tokens_out": 5, "cache_read_tokens": 80}))
+            .ok();
+        assert_eq!(e.outcome.tokens_in, Some(100));
+        assert_eq!(extra(&e.outcome.extra), json!({"cost": {"cache_read_tokens": 80}}));
+        let bad = revision_1_2().set(OUTCOME, "cost", json!({"tokens_in": 100, "cache_write_tokens": -1}));
+        assert_rejected(&bad, OUTCOME, None, Some("cost.cache_write_tokens"));
     }
 
     #[test]

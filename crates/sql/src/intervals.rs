@@ -253,6 +253,13 @@ pub fn families() -> &'static [Family] {
             localisation.ratio(&format!("top{n}_any"), Direction::Higher, &[&format!("any{n}")], "n");
         }
         out.push(localisation.family);
+
+        // Cost and duration per episode (docs/metrics.md §L): over the episodes whose cost
+        // (duration) is known, never counting an unknown one as 0.
+        let mut costs = FamilyBuilder::new("episode_costs", &[], "SELECT * FROM episode_costs");
+        costs.ratio("cost_per_episode", Direction::Lower, &["cost_usd_sum"], "cost_known");
+        costs.ratio("duration_ms_per_episode", Direction::Lower, &["duration_ms_sum"], "duration_known");
+        out.push(costs.family);
         out
     })
 }

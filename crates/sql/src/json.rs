@@ -139,7 +139,9 @@ impl ScalarUDFImpl for JsonFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let rows = args.number_rows;
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        // Every argument as `rows` values: a JSON argument the planner folded to one
+        // value (all NULL, say) applies to every row, as the path literals do.
+        let arrays = args.args.iter().map(|a| a.to_array(rows)).collect::<DfResult<Vec<_>>>()?;
         let text = cast(&arrays[0], &DataType::Utf8)?;
         let text = text.as_any().downcast_ref::<StringArray>().expect("cast to Utf8");
         let path = arrays[1..].iter().map(PathArg::of).collect::<DfResult<Vec<_>>>()?;

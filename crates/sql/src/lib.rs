@@ -15,6 +15,7 @@ pub mod export;
 pub mod intervals;
 mod json;
 mod output;
+pub mod prices;
 mod provider;
 pub mod search;
 pub mod sql_text;
@@ -212,6 +213,7 @@ impl Engine {
         search: search::SearchIndexes,
     ) -> Result<Engine> {
         ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
+        ctx.register_batch("model_prices", prices::PriceTable::in_force()?.batch()?)?;
         supersession::register_all_episodes(&ctx, excluded).await?;
         views::register(&ctx, stored_views, excluded).await?;
         ctx.register_udtf("search", Arc::new(search::SearchFunction(search.clone())));

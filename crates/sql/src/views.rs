@@ -43,6 +43,7 @@ pub const VIEWS: &[(&str, &str)] = &[
     ("localisation_facts", include_str!("../../../queries/localisation_facts.sql")),
     ("localisation", include_str!("../../../queries/localisation.sql")),
     ("label_audit", include_str!("../../../queries/label_audit.sql")),
+    ("episode_costs", include_str!("../../../queries/episode_costs.sql")),
 ];
 
 /// The views whose rows each come from one episode's rows alone (every join and window

@@ -330,6 +330,13 @@ fn cost(rec: &mut Recorder, mains: &[FileData], subs: &[FileData], stream: bool)
         if files.iter().any(|d| !d.usage.is_empty()) {
             let (tin, tout) = by_message(&files);
             rec.tokens(Some(tin), Some(tout));
+            // The cached parts, deduplicated by message as the totals are.
+            let mut cache: HashMap<&str, (i64, i64)> = HashMap::new();
+            for (id, read, write) in files.iter().flat_map(|d| &d.cache_usage) {
+                cache.insert(id.as_str(), (*read, *write));
+            }
+            let (read, write) = cache.values().fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
+            rec.cache_tokens(Some(read), Some(write));
         }
         // `cost-state` lines: one process's running total each, the last per process.
         let mut per_process: Vec<(Option<i64>, f64, bool)> = Vec::new();

@@ -143,6 +143,9 @@ pub(super) struct FileData {
     pub results: HashMap<String, Res>,
     /// `(message.id, tokens in, tokens out)` in file order; a message repeats per block.
     pub usage: Vec<(String, i64, i64)>,
+    /// `(message.id, cache read, cache written)`: the parts of tokens in the prompt
+    /// cache served or stored, beside `usage`.
+    pub cache_usage: Vec<(String, i64, i64)>,
     /// `message.model` of each assistant line, and whether a subagent's.
     pub models: Vec<(String, bool)>,
     pub versions: Vec<String>,
@@ -376,6 +379,8 @@ impl FileData {
             if !synthetic {
                 let (tin, tout) = usage_pair(u);
                 self.usage.push((id.to_string(), tin, tout));
+                let n = |k: &str| u.get(k).and_then(Value::as_i64).unwrap_or(0);
+                self.cache_usage.push((id.to_string(), n("cache_read_input_tokens"), n("cache_creation_input_tokens")));
             }
         }
         let before = self.events.len();

@@ -272,6 +272,8 @@ fn run_tokens(p: &Map<String, Value>, sink: &mut Sink) {
     if let Some(total) = obj(p, "info").and_then(|i| obj(i, "total_token_usage")) {
         if let Some((i, o)) = pair(total) {
             sink.total_tokens(i, o);
+            // `cached_input_tokens` is the part of `input_tokens` read from the cache.
+            sink.total_cached(total.get("cached_input_tokens").and_then(Value::as_i64));
         }
     } else if !p.contains_key("info") {
         if let Some((i, o)) = pair(p) {

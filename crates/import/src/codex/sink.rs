@@ -94,6 +94,7 @@ pub(super) struct Sink {
     pending_stop: Option<&'static str>,
     total_tokens: Option<(i64, i64)>,
     summed_tokens: Option<(i64, i64)>,
+    total_cached: Option<i64>,
     patch: Option<String>,
     /// The model the log names at this point (`turn_context`, session settings), put
     /// on the agent's messages.
@@ -113,6 +114,7 @@ impl Sink {
             pending_stop: None,
             total_tokens: None,
             summed_tokens: None,
+            total_cached: None,
             patch: None,
             model: None,
         }
@@ -194,6 +196,11 @@ impl Sink {
     /// the last one is the run's.
     pub fn total_tokens(&mut self, tokens_in: i64, tokens_out: i64) {
         self.total_tokens = Some((tokens_in, tokens_out));
+    }
+
+    /// The cached part of the last cumulative total's input tokens.
+    pub fn total_cached(&mut self, cached: Option<i64>) {
+        self.total_cached = cached;
     }
 
     /// One response's usage (the oldest `token_count`, a bare usage): summed.
@@ -325,6 +332,9 @@ impl Sink {
         }
         if let Some((i, o)) = self.total_tokens.or(self.summed_tokens) {
             self.rec.tokens(Some(i), Some(o));
+            if self.total_tokens.is_some() {
+                self.rec.cache_tokens(self.total_cached, None);
+            }
         }
         if let Some(p) = &self.patch {
             self.rec.patch(p);

@@ -84,9 +84,12 @@ fn assistant(rec: &mut Recorder, m: &Map<String, Value>, parts: &[Map<String, Va
     // Tokens and cost of the step: its step-finish parts (the message's own `tokens` are
     // overwritten step by step; its `cost` adds up).
     let (mut read, mut out, mut usd, mut steps) = (0i64, 0i64, 0f64, 0);
+    let (mut cache_read, mut cache_write) = (0i64, 0i64);
     for f in parts_of(parts, "step-finish") {
         let t = |path: &str| f.get("tokens").and_then(|x| x.pointer(path)).and_then(Value::as_i64).unwrap_or(0);
         read += t("/input") + t("/cache/read") + t("/cache/write");
+        cache_read += t("/cache/read");
+        cache_write += t("/cache/write");
         out += t("/output") + t("/reasoning");
         usd += f.get("cost").and_then(Value::as_f64).unwrap_or(0.0);
         steps += 1;
@@ -96,6 +99,9 @@ fn assistant(rec: &mut Recorder, m: &Map<String, Value>, parts: &[Map<String, Va
     }
     let (read, out) = if steps > 0 { (Some(read), Some(out)) } else { (None, None) };
     rec.tokens(read, out);
+    if steps > 0 {
+        rec.cache_tokens(Some(cache_read), Some(cache_write));
+    }
     if usd > 0.0 {
         rec.usd(usd);
     }

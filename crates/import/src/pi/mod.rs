@@ -266,6 +266,9 @@ impl Mapper<'_> {
         // `input` leaves out the cache: every token the model read is the three.
         let read = n("input").map(|i| i + n("cacheRead").unwrap_or(0) + n("cacheWrite").unwrap_or(0));
         self.rec.tokens(read, n("output"));
+        if read.is_some() {
+            self.rec.cache_tokens(n("cacheRead"), n("cacheWrite"));
+        }
         if let Some(usd) = usage.and_then(|u| u.pointer("/cost/total")).and_then(Value::as_f64) {
             self.rec.usd(usd);
         }
