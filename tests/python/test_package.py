@@ -500,6 +500,18 @@ def test_leaderboard_same_text_as_cli(epi, db, fmt, tmp_path):
     assert out.read_text() == expected
 
 
+@pytest.mark.parametrize("errors", ["fail", "exclude"])
+def test_leaderboard_errors_rule_is_the_clis(epi, db, errors):
+    expected = epi.run("leaderboard", "--metric", "resolve_rate", "--errors", errors, "--format", "json").stdout
+    got = db.leaderboard("resolve_rate", format="json", errors=errors)
+    assert got == expected
+    board = json.loads(got)
+    assert board["errors"]["rule"] == errors and board["errors"]["chosen"] == "given"
+    assert board["metric"] == ("pass_rate_all" if errors == "fail" else "pass_rate")
+    with pytest.raises(epistore.Error, match="errors must be"):
+        db.leaderboard("pass_rate", errors="sometimes")
+
+
 def test_leaderboard_table_is_the_boards_entries(epi, db):
     board = json.loads(epi.run("leaderboard", "--metric", "avs_rate", "--by", "model,harness_level",
                                "--format", "json").stdout)
