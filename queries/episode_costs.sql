@@ -1,30 +1,23 @@
 -- episode_costs: one row per episode with what it cost and how long it ran
 -- (docs/metrics.md §L). A cost the log states (`outcome.cost.usd`) is observed; else
 -- one is derived from the episode's tokens and the price table `model_prices` (the
--- shipped one, datasets/model_prices.json, or EPISTORE_PRICES=FILE): the model is
--- priced by the longest prefix of its name (after any `provider/`) the table lists,
+-- shipped one, datasets/model_prices.json, or EPISTORE_PRICES=FILE), which holds each
+-- model of the store priced by the longest prefix of its name (after any `provider/`)
+-- the price file lists,
 -- input tokens at the input price except those the log says were read from or written
--- to a prompt cache (`outcome.cost.cache_read_tokens`, `cache_write_tokens`), at the
+-- to a prompt cache (`tokens_cache_read`, `tokens_cache_write`), at the
 -- table's cache prices (the input price where it has none), output tokens at the output
 -- price, in microdollars (tokens x USD per million tokens). No stated cost, no tokens
 -- or no price: NULL, never 0. The duration is `outcome.cost.wall_ms`, else ended_at - started_at.
-WITH models AS (
-    SELECT DISTINCT model FROM episodes
-),
-priced AS (
-    SELECT m.model, p.input_usd_per_mtok, p.output_usd_per_mtok,
-           coalesce(p.cache_read_usd_per_mtok, p.input_usd_per_mtok) AS cache_read_usd_per_mtok,
-           coalesce(p.cache_write_usd_per_mtok, p.input_usd_per_mtok) AS cache_write_usd_per_mtok,
-           p.version,
-           row_number() OVER (PARTITION BY m.model ORDER BY length(p.prefix) DESC) AS choice
-    FROM models m
-    JOIN model_prices p
-      ON starts_with(regexp_replace(lower(m.model), '^.*/', ''), lower(p.prefix))
+WITH priced AS (
+    SELECT model, input_usd_per_mtok, output_usd_per_mtok,
+           coalesce(cache_read_usd_per_mtok, input_usd_per_mtok) AS cache_read_usd_per_mtok,
+           coalesce(cache_write_usd_per_mtok, input_usd_per_mtok) AS cache_write_usd_per_mtok,
+           version
+    FROM model_prices
 ),
 tokens AS (
-    SELECT e.*,
-           coalesce(json_get_int(e.outcome_extra, 'cost', 'cache_read_tokens'), 0) AS cache_read,
-           coalesce(json_get_int(e.outcome_extra, 'cost', 'cache_write_tokens'), 0) AS cache_write
+    SELECT e.*, coalesce(e.tokens_cache_read, 0) AS cache_read, coalesce(e.tokens_cache_write, 0) AS cache_write
     FROM episodes e
 ),
 costed AS (
@@ -39,7 +32,7 @@ costed AS (
                     CAST(date_part('epoch', e.ended_at) - date_part('epoch', e.started_at) AS DOUBLE) * 1000.0)
                AS duration_ms
     FROM tokens e
-    LEFT JOIN priced q ON q.model = e.model AND q.choice = 1
+    LEFT JOIN priced q ON q.model = e.model
 )
 SELECT model, harness_level, task, "cluster", episode_id, tokens_in, tokens_out,
        CASE WHEN stated_cost_usd IS NOT NULL THEN CAST(round(stated_cost_usd * 1000000.0) AS BIGINT)

@@ -103,7 +103,15 @@ fn table_names(store: &TestStore) -> Vec<String> {
 /// Tables and views added after the format-1 fixture was written (the format-2 one has
 /// all but `revision_changes`, the format-3 one all but `messages`; none has the cost
 /// view or the price table).
-const NEW_TABLES: &[&str] = &["all_episodes", "revision_changes", "messages", "episode_costs", "model_prices"];
+const NEW_TABLES: &[&str] = &[
+    "all_episodes",
+    "revision_changes",
+    "messages",
+    "episode_costs",
+    "model_prices",
+    "run_consistency",
+    "task_consistency",
+];
 /// The format this build writes.
 const CURRENT: &str = "epistore-store/4";
 

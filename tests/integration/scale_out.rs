@@ -163,6 +163,7 @@ fn shipped_queries_on_ballista_match_the_embedded_engine() {
             register_export(&distributed, &export).await;
             let mut differing = vec![];
             for ((name, sql), expected) in queries.iter().zip(&expected) {
+                eprintln!("ballista {cluster:?}: {name}");
                 let batches = distributed.sql(sql).await.unwrap().collect().await;
                 let got = rows(&batches.unwrap_or_else(|e| panic!("{name} on Ballista {cluster:?}: {e}")));
                 if &got != expected {

@@ -224,6 +224,17 @@ pub struct Outcome {
     pub extra: Option<String>,
 }
 
+impl Outcome {
+    /// `cost.cache_read_tokens` and `cost.cache_write_tokens` (revision 1.2, kept in
+    /// `extra`): of `tokens_in`, those read from and written to a prompt cache.
+    pub fn cache_tokens(&self) -> (Option<i64>, Option<i64>) {
+        let Some(text) = self.extra.as_deref().filter(|t| t.contains("cache_")) else { return (None, None) };
+        let Ok(extra) = crate::parse_json_text(text) else { return (None, None) };
+        let get = |k: &str| extra.get("cost").and_then(|c| c.get(k)).and_then(serde_json::Value::as_i64);
+        (get("cache_read_tokens"), get("cache_write_tokens"))
+    }
+}
+
 mod label_codec {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 

@@ -70,6 +70,8 @@ pub struct Written {
 pub fn exportable() -> Vec<(String, &'static str)> {
     let mut out: Vec<(String, &'static str)> = TableKind::ALL.iter().map(|k| (k.name().to_string(), "table")).collect();
     out.push(("epistore_info".into(), "table"));
+    // The price table in force, so the exported `episode_costs` answers as here.
+    out.push(("model_prices".into(), "table"));
     out.push((crate::supersession::ALL_EPISODES.into(), "view"));
     out.extend(views::VIEWS.iter().map(|(name, _)| (name.to_string(), "view")));
     out

@@ -104,6 +104,14 @@ pub const HEADLINE: &[&str] = &[
     "sound_completion",
 ];
 
+/// The models of the store's episodes (from its cell index, without a scan).
+fn store_models(snapshot: &epistore_store::Snapshot) -> Result<Vec<String>> {
+    let mut models: Vec<String> = snapshot.cells()?.into_iter().map(|c| c.model).collect();
+    models.sort();
+    models.dedup();
+    Ok(models)
+}
+
 impl Engine {
     /// Snapshots the store and registers its tables over the columnar segments
     /// (building the ones the snapshot lacks first).
@@ -117,6 +125,7 @@ impl Engine {
         let snapshot = store.snapshot()?;
         let snapshot_seq = snapshot.ingest_seq()?;
         let episodes = snapshot.episode_count()?;
+        let models = store_models(&snapshot)?;
         let segments = match columnar::segments_for(store, &snapshot, progress) {
             Ok(segments) => segments,
             // A store on read-only media, or a directory this user may not write:
@@ -149,7 +158,7 @@ impl Engine {
         let excluded = Self::register_tables(&ctx, &snapshot, tables).await?;
         let stored_views = |name: &str, schema: SchemaRef| over_segments(name, schema).map(Some);
         let indexes = search::SearchIndexes::over(&segments, &excluded);
-        Self::finish(ctx, snapshot_seq, episodes, None, &stored_views, &excluded, indexes).await
+        Self::finish(ctx, snapshot_seq, episodes, &models, None, &stored_views, &excluded, indexes).await
     }
 
     /// Registers tables that decode episodes straight from the store (no columnar
@@ -158,6 +167,7 @@ impl Engine {
         let snapshot = store.snapshot()?;
         let snapshot_seq = snapshot.ingest_seq()?;
         let episodes = snapshot.episode_count()?;
+        let models = store_models(&snapshot)?;
         let excluded = supersession::superseded(&snapshot)?;
         let data = Arc::new(StoreData::new(snapshot));
         let ctx = Self::context_for_store();
@@ -165,7 +175,7 @@ impl Engine {
             TableKind::ALL.iter().map(|&k| (k.name(), Arc::new(StoreTable::new(k, data.clone())) as _)).collect();
         Self::register_tables_excluding(&ctx, &excluded, tables).await?;
         let indexes = search::SearchIndexes::none();
-        Self::finish(ctx, snapshot_seq, episodes, Some(data), &|_, _| Ok(None), &excluded, indexes).await
+        Self::finish(ctx, snapshot_seq, episodes, &models, Some(data), &|_, _| Ok(None), &excluded, indexes).await
     }
 
     /// Registers the base tables without the episodes a later import supersedes (as
@@ -203,17 +213,19 @@ impl Engine {
         ctx
     }
 
+    #[allow(clippy::too_many_arguments)] // one session's parts, gathered by its two openers
     async fn finish(
         ctx: SessionContext,
         snapshot_seq: u64,
         episodes: u64,
+        models: &[String],
         data: Option<Arc<StoreData>>,
         stored_views: views::Materialized<'_>,
         excluded: &[String],
         search: search::SearchIndexes,
     ) -> Result<Engine> {
         ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
-        ctx.register_batch("model_prices", prices::PriceTable::in_force()?.batch()?)?;
+        ctx.register_batch("model_prices", prices::PriceTable::in_force()?.batch(models)?)?;
         supersession::register_all_episodes(&ctx, excluded).await?;
         views::register(&ctx, stored_views, excluded).await?;
         ctx.register_udtf("search", Arc::new(search::SearchFunction(search.clone())));

@@ -1,6 +1,9 @@
 //! The price table the derived costs of `episode_costs` use (docs/metrics.md §L): the
 //! shipped one (`datasets/model_prices.json`, versioned and dated), or the file
-//! `EPISTORE_PRICES` names, in the same shape. Registered as the table `model_prices`.
+//! `EPISTORE_PRICES` names, in the same shape. Registered as the table `model_prices`:
+//! one row per model of the store with the prices its longest listed prefix gives (the
+//! matching is done here, once per session, so the view `episode_costs` joins on the
+//! model name alone and runs on any engine).
 
 use std::sync::Arc;
 
@@ -93,9 +96,25 @@ impl PriceTable {
         Ok(PriceTable { version, date, models: out })
     }
 
-    /// The table as the rows of `model_prices`.
-    pub fn batch(&self) -> Result<RecordBatch> {
+    /// The price of `model`: the entry whose prefix is the longest start of the model's
+    /// name, lowercased, after any `provider/` part; None when no entry matches.
+    pub fn price_of(&self, model: &str) -> Option<&Price> {
+        let lower = model.to_lowercase();
+        let base = lower.rsplit('/').next().unwrap_or(&lower);
+        self.models.iter().filter(|p| base.starts_with(&p.prefix.to_lowercase())).max_by_key(|p| p.prefix.len())
+    }
+
+    /// The rows of `model_prices`: each of `models` (the store's) that the table prices,
+    /// and each listed prefix as a model name of its own (so the table lists the whole
+    /// price file too, and is never empty: an empty exported table stalls some engines).
+    pub fn batch(&self, models: &[String]) -> Result<RecordBatch> {
+        let mut names: Vec<&str> = models.iter().map(String::as_str).collect();
+        names.extend(self.models.iter().map(|p| p.prefix.as_str()));
+        names.sort_unstable();
+        names.dedup();
+        let priced: Vec<(&str, &Price)> = names.into_iter().filter_map(|m| self.price_of(m).map(|p| (m, p))).collect();
         let schema = Arc::new(Schema::new(vec![
+            Field::new("model", DataType::Utf8, false),
             Field::new("prefix", DataType::Utf8, false),
             Field::new("input_usd_per_mtok", DataType::Float64, false),
             Field::new("output_usd_per_mtok", DataType::Float64, false),
@@ -104,10 +123,11 @@ impl PriceTable {
             Field::new("version", DataType::Utf8, false),
             Field::new("date", DataType::Utf8, false),
         ]));
-        let m = &self.models;
+        let m: Vec<&Price> = priced.iter().map(|(_, p)| *p).collect();
         Ok(RecordBatch::try_new(
             schema,
             vec![
+                Arc::new(priced.iter().map(|(model, _)| Some(*model)).collect::<StringArray>()),
                 Arc::new(m.iter().map(|p| Some(p.prefix.as_str())).collect::<StringArray>()),
                 Arc::new(m.iter().map(|p| Some(p.input_usd_per_mtok)).collect::<Float64Array>()),
                 Arc::new(m.iter().map(|p| Some(p.output_usd_per_mtok)).collect::<Float64Array>()),
@@ -137,5 +157,19 @@ mod tests {
         assert_eq!(err(r#"{"date": "d", "models": []}"#), "p.json: `version` must be a string");
         let bad = r#"{"version": "v", "date": "d", "models": [{"prefix": "m", "input": 1, "output": -2}]}"#;
         assert_eq!(err(bad), "p.json: `models[0].output` must be a number of USD per million tokens, at least 0");
+    }
+
+    #[test]
+    fn a_model_is_priced_by_its_longest_listed_prefix() {
+        let t = PriceTable::parse(SHIPPED, "shipped").unwrap();
+        let prefix = |m: &str| t.price_of(m).map(|p| p.prefix.as_str());
+        assert_eq!(prefix("gpt-4o-mini-2024-07-18"), Some("gpt-4o-mini"));
+        assert_eq!(prefix("gpt-4o-2024-08-06"), Some("gpt-4o"));
+        assert_eq!(prefix("openai/gpt-5-mini"), Some("gpt-5-mini"));
+        assert_eq!(prefix("Claude-Sonnet-4-5-20250929"), Some("claude-sonnet-4-5"));
+        assert_eq!(prefix("o3-pro-2025-06-10"), Some("o3-pro"));
+        assert_eq!(prefix("my-local-model"), None);
+        let batch = t.batch(&["gpt-4o".into(), "gpt-4o-2024-08-06".into(), "my-local-model".into()]).unwrap();
+        assert_eq!(batch.num_rows(), t.models.len() + 1, "every prefix once, the dated model, no unpriced one");
     }
 }

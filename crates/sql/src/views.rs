@@ -44,6 +44,8 @@ pub const VIEWS: &[(&str, &str)] = &[
     ("localisation", include_str!("../../../queries/localisation.sql")),
     ("label_audit", include_str!("../../../queries/label_audit.sql")),
     ("episode_costs", include_str!("../../../queries/episode_costs.sql")),
+    ("task_consistency", include_str!("../../../queries/task_consistency.sql")),
+    ("run_consistency", include_str!("../../../queries/run_consistency.sql")),
 ];
 
 /// The views whose rows each come from one episode's rows alone (every join and window

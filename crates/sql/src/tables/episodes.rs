@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::StringArray;
+use datafusion::arrow::array::{Int64Array, StringArray};
 use datafusion::arrow::record_batch::RecordBatch;
 use epistore_package::{hex, TRACE_FILES};
 use epistore_store::EpisodeRecord;
@@ -65,6 +65,10 @@ pub(crate) fn batch(rows: &[EpisodeRecord]) -> Result<RecordBatch> {
     c.bool("budget_exhausted", |r| r.outcome.budget_exhausted);
     c.int("tokens_in", |r| r.outcome.tokens_in);
     c.int("tokens_out", |r| r.outcome.tokens_out);
+    // Revision 1.2: the prompt-cache parts of tokens_in (in the outcome's extra).
+    let cache: Vec<(Option<i64>, Option<i64>)> = rows.iter().map(|r| r.outcome.cache_tokens()).collect();
+    c.col("tokens_cache_read", true, Arc::new(cache.iter().map(|t| t.0).collect::<Int64Array>()));
+    c.col("tokens_cache_write", true, Arc::new(cache.iter().map(|t| t.1).collect::<Int64Array>()));
     c.float("cost_usd", |r| r.outcome.cost_usd);
     c.float("wall_ms", |r| r.outcome.wall_ms);
     c.str("notes", |r| r.outcome.notes.as_deref());
