@@ -313,19 +313,22 @@ fn leaderboard_page_renders_in_headless_chromium() {
     let page = store.dir.path().join("board.html");
     written_board(&store, &["--metric", "sound_completion"], "html", &page);
     // At laptop and at phone width: every row's value, interval and tie group in sight.
-    for width in ["1200", "400"] {
-        let screenshot = repo_root().join(format!("target/leaderboard-screenshot-{width}.png"));
-        let check = std::process::Command::new("node")
+    let check = |page: &Path, screenshot: &Path, width: &str| -> Value {
+        let out = std::process::Command::new("node")
             .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
-            .arg(&page)
-            .arg(&screenshot)
+            .arg(page)
+            .arg(screenshot)
             .env("CHROMIUM", &chromium)
             .env("PLAYWRIGHT_CORE", &playwright)
             .env("EPISTORE_WIDTH", width)
             .output()
             .unwrap();
-        assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
-        let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+        assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for width in ["1200", "400"] {
+        let screenshot = repo_root().join(format!("target/leaderboard-screenshot-{width}.png"));
+        let summary = check(&page, &screenshot, width);
         assert_eq!(summary["ok"], json!(true));
         assert_eq!(summary["rows"], json!(4));
         assert_eq!(summary["console"], json!([]));
@@ -342,16 +345,7 @@ fn leaderboard_page_renders_in_headless_chromium() {
     store.run(&["import", "--model", "m2", "--cluster", "c2", real.join("codex").to_str().unwrap()]);
     let page = store.dir.path().join("untested.html");
     written_board(&store, &["--metric", "stale_check_rate"], "html", &page);
-    let check = std::process::Command::new("node")
-        .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
-        .arg(&page)
-        .arg(repo_root().join("target/leaderboard-untested.png"))
-        .env("CHROMIUM", &chromium)
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .output()
-        .unwrap();
-    assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
-    let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let summary = check(&page, &repo_root().join("target/leaderboard-untested.png"), "1200");
     assert_eq!(summary["single_cluster_entries"], json!(2));
     assert_eq!(summary["pass_k_series"], json!(0));
     assert_eq!(summary["revision_series"], json!(0));
@@ -359,16 +353,7 @@ fn leaderboard_page_renders_in_headless_chromium() {
     let store = attempts_store();
     let page = store.dir.path().join("attempts.html");
     written_board(&store, &["--metric", "pass_rate"], "html", &page);
-    let check = std::process::Command::new("node")
-        .arg(repo_root().join("tests/browser/check_leaderboard.mjs"))
-        .arg(&page)
-        .arg(repo_root().join("target/leaderboard-attempts.png"))
-        .env("CHROMIUM", &chromium)
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .output()
-        .unwrap();
-    assert!(check.status.success(), "{}{}", text(&check.stdout), text(&check.stderr));
-    let summary: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let summary = check(&page, &repo_root().join("target/leaderboard-attempts.png"), "1200");
     assert_eq!(summary["pass_k_series"], json!(2));
 }
 
