@@ -16,7 +16,7 @@ Hazards, one at a time and in pairs (deterministic from --seed):
   final_fail        the last test fails
   failed_edit       an edit the tool refused (no change: the test stays current)
   missing_output    the last test's result is missing from the log
-  revert            `git checkout -- FILE` after the test
+  revert            `git checkout -- FILE` or `git stash` after the test
   mcp_write         an MCP tool writes a workspace file after the test (Claude Code)
   script_write      an opaque script writes after the test (`python3 scripts/...`) and
                     says so in its output (`Wrote src/generated.py`, `updated 3 files`)
@@ -78,7 +78,7 @@ def scenario(hazards, rng):
         elif h == "missing_output":
             steps += [("edit", src, True), ("test", WS, None)]
         elif h == "revert":
-            steps.append(("revert", src))
+            steps.append(("revert", src, rng.choice(["checkout", "stash"])))
         elif h == "mcp_write":
             steps.append(("mcp_write", "src/generated.py"))
         elif h == "script_write":
@@ -96,6 +96,18 @@ def scenario(hazards, rng):
         elif h == "parallel":
             steps.append(("parallel", src, "pass"))
     return steps, end
+
+
+def revert_cmd(s):
+    """The command of a revert step: `git checkout -- FILE` or `git stash`."""
+    return "git stash" if len(s) > 2 and s[2] == "stash" else f"git checkout -- {s[1]}"
+
+
+def revert_output(s):
+    """What git prints for it."""
+    if len(s) > 2 and s[2] == "stash":
+        return "Saved working directory and index state WIP on main: 1a2b3c4 Initial commit"
+    return "Updated 1 path from the index"
 
 
 def truth(steps, end):
@@ -184,7 +196,7 @@ def claude_code(i, steps, end):
                 out, code = test_output(s[2])
                 call("Bash", {"command": cmd}, out if code == 0 else f"Exit code {code}\n{out}", code != 0)
         elif kind == "revert":
-            call("Bash", {"command": f"git checkout -- {s[1]}"}, "")
+            call("Bash", {"command": revert_cmd(s)}, revert_output(s))
         elif kind == "mcp_write":
             path = f"{WS}/{s[1]}"
             call("mcp__filesystem__write_file", {"path": path, "content": "X = 1\n"}, f"Successfully wrote to {path}")
@@ -252,7 +264,7 @@ def codex(i, steps, end):
         elif kind == "test":
             shell(cid, "pytest -q", s[1], None if s[2] is None else test_output(s[2]))
         elif kind == "revert":
-            shell(cid, f"git checkout -- {s[1]}", WS, ("", 0))
+            shell(cid, revert_cmd(s), WS, (revert_output(s), 0))
         elif kind == "script":
             shell(cid, s[1], WS, (s[2], 0))
         elif kind == "mcp_write":

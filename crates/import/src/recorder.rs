@@ -949,9 +949,10 @@ impl Recorder {
         let exit = call.exit_code.map(|(c, _)| c);
         // An editor command that refused its edit printed so (SWE-agent's linting
         // editor; `str_replace_editor` when `old_str` was not found once) and changed
-        // nothing.
+        // nothing; so did `git stash` with nothing to stash.
         let rejected_edit = call.output.contains("Your proposed edit has introduced new syntax error")
-            || call.output.trim_start().starts_with("No replacement was performed");
+            || call.output.trim_start().starts_with("No replacement was performed")
+            || call.output.trim_start().starts_with("No local changes to save");
         let mutations = analysis.segments.iter().filter(|s| matches!(s.kind, SegmentKind::Mutation { .. })).count();
         let mut any_action = false;
         // A call's output is one for all its segments: a write it reports is laid to its

@@ -33,9 +33,12 @@ pub(super) fn git(args: &[String]) -> Class {
         // Reading: `fetch`, `push`, `config` and `init` change no file of the working tree
         // either, like the `commit` / `add` § 4 names.
         "commit" | "add" | "config" | "fetch" | "push" | "init" => Class::Inert,
+        // Reading (against importers-v1 §4, which calls `git stash` no mutation): stashing
+        // puts the working tree back to HEAD, so it changes the files a check tested
+        // (docs/importers.md §10).
         "stash" => match rest.first().map(String::as_str) {
-            None | Some("push" | "save") => Class::Inert,
-            Some(s) if s.starts_with('-') => Class::Inert,
+            None | Some("push" | "save") => mutation("edit", Vec::new()),
+            Some(s) if s.starts_with('-') => mutation("edit", Vec::new()),
             Some("pop" | "apply" | "branch") => mutation("edit", Vec::new()),
             Some("list" | "show") => read(Vec::new()),
             Some("drop" | "clear" | "create" | "store") => Class::Inert,

@@ -759,3 +759,44 @@ fn a_script_that_reports_a_write_after_the_test_makes_it_stale() {
         assert!(e.actions.as_ref().unwrap().iter().all(|a| a.common.grade != "inferred"), "{output}");
     }
 }
+
+/// Observer integrity: `git stash` after the passing test put the working tree back to
+/// HEAD; epistore called the test `current`, because importers-v1 §4 lists `git stash`
+/// among the commands that change no file. docs/importers.md §10 departs from it: a
+/// stash is a mutation (the files the test ran on are gone), and one that printed `No
+/// local changes to save` changed nothing.
+#[test]
+fn git_stash_after_the_test_makes_it_stale() {
+    let sid = "15151515-2222-3333-4444-555555555555";
+    let line = |v: Value| serde_json::to_string(&v).unwrap();
+    // One call after another, each ending before the next starts.
+    let bash = |id: &str, second: u32, command: &str, output: &str| {
+        [
+            line(
+                json!({"type": "assistant", "sessionId": sid, "timestamp": format!("2026-01-01T10:00:{second:02}Z"), "cwd": "/w",
+                "uuid": format!("u-{id}"), "message": {"id": format!("m-{id}"), "model": "claude-sonnet-4-5",
+                "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": command}}]}}),
+            ),
+            line(
+                json!({"type": "user", "sessionId": sid, "timestamp": format!("2026-01-01T10:00:{:02}Z", second + 1), "cwd": "/w",
+                "uuid": format!("r-{id}"), "message": {"role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": id, "content": output, "is_error": false}]}}),
+            ),
+        ]
+    };
+    let import = |stash_output: &str| {
+        let mut lines = vec![line(json!({"type": "user", "sessionId": sid, "timestamp": "2026-01-01T10:00:00Z",
+            "cwd": "/w", "uuid": "p", "message": {"role": "user", "content": "Fix the test"}}))];
+        lines.extend(bash("e1", 1, "sed -i 's/a - b/a + b/' calc.py", ""));
+        lines.extend(bash("t1", 3, "pytest -q", "3 passed in 0.10s"));
+        lines.extend(bash("s1", 5, "git stash", stash_output));
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_temp(&dir, &format!("{sid}.jsonl"), &lines.join("\n"));
+        let (_, runs) = import_paths(&[p], &Options::default());
+        runs.into_iter().next().unwrap().unwrap().package.episode
+    };
+    let e = import("Saved working directory and index state WIP on main: 1a2b3c4 Initial commit");
+    assert_eq!((e.derived.final_revision, e.derived.posture.as_str()), (2, "stale"));
+    let e = import("No local changes to save");
+    assert_eq!((e.derived.final_revision, e.derived.posture.as_str()), (1, "current"));
+}

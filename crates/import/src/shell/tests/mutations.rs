@@ -29,6 +29,9 @@ fn derived_mutations() {
             ("git restore src/a.py", &["mut edit [src/a.py] in"]),
             ("git reset --hard HEAD", &["mut edit [] in"]),
             ("git stash pop", &["mut edit [] in"]),
+            ("git stash", &["mut edit [] in"]),
+            ("git stash push -m wip", &["mut edit [] in"]),
+            ("git stash -k", &["mut edit [] in"]),
             ("git stash apply", &["mut edit [] in"]),
             ("git revert HEAD", &["mut edit [] in"]),
             ("git merge main", &["mut edit [] in"]),
@@ -78,8 +81,8 @@ fn git_commands_that_change_no_file() {
     table(
         None,
         &[
-            ("git stash", &["inert"]),
-            ("git stash push -m wip", &["inert"]),
+            ("git stash drop", &["inert"]),
+            ("git stash list", &["read"]),
             ("git commit -m \"fix && test; done\"", &["inert"]),
             ("git add -A", &["inert"]),
             ("git status", &["read"]),
