@@ -950,7 +950,7 @@ impl Recorder {
         // An editor command that refused its edit printed so (SWE-agent's linting
         // editor; `str_replace_editor` when `old_str` was not found once) and changed
         // nothing; so did `git stash` with nothing to stash.
-        let rejected_edit = call.output.contains("Your proposed edit has introduced new syntax error")
+        let changed_nothing = call.output.contains("Your proposed edit has introduced new syntax error")
             || call.output.trim_start().starts_with("No replacement was performed")
             || call.output.trim_start().starts_with("No local changes to save");
         let mutations = analysis.segments.iter().filter(|s| matches!(s.kind, SegmentKind::Mutation { .. })).count();
@@ -1002,7 +1002,7 @@ impl Recorder {
                     self.push(TraceKind::Verification, call.ts.as_deref(), grade, f);
                 }
                 SegmentKind::Mutation { kind, paths, inside } => {
-                    let ok = shell::mutation_ok(&analysis, i, exit) && !rejected_edit;
+                    let ok = shell::mutation_ok(&analysis, i, exit) && !changed_nothing;
                     let seq = self.action(
                         call.ts.as_deref(),
                         Grade::Derived,

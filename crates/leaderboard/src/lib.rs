@@ -583,11 +583,12 @@ async fn pass_k_curves(engine: &Engine, filter: Option<&str>) -> Result<Vec<Pass
     }
     let mut series: BTreeMap<String, Vec<PassKPoint>> = BTreeMap::new();
     for k in 1..=(top as u64).min(MAX_K) {
-        let sql = epistore_sql::views::PASS_K.replace(":k", &k.to_string()).replacen(
-            "FROM episodes\n",
-            &format!("FROM {episodes}\n"),
-            1,
-        );
+        // The function's body over the board's episodes: its one read of `episodes`.
+        let body = epistore_sql::views::PASS_K.replace(":k", &k.to_string());
+        if body.matches("FROM episodes\n").count() != 1 {
+            return Err(Error::Usage("queries/pass_k.sql must read `FROM episodes` once".into()));
+        }
+        let sql = body.replacen("FROM episodes\n", &format!("FROM {episodes}\n"), 1);
         for batch in engine.query(&sql).await? {
             let (model, level, tasks) = (strings(&batch, 0)?, strings(&batch, 1)?, ints(&batch, 3)?);
             let f = |i| floats(&batch, i);
@@ -670,8 +671,13 @@ async fn entry_costs(
             }
         }
     }
-    let table = epistore_sql::prices::PriceTable::in_force()?;
-    (info.price_version, info.price_date) = (table.version, table.date);
+    // The table the session priced with (read once, when it opened), not the file again.
+    for batch in engine.query("SELECT DISTINCT version, date FROM model_prices").await? {
+        if batch.num_rows() > 0 {
+            (info.price_version, info.price_date) =
+                (strings(&batch, 0)?.value(0).to_string(), strings(&batch, 1)?.value(0).to_string());
+        }
+    }
     Ok(info)
 }
 

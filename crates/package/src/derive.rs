@@ -75,7 +75,7 @@ pub fn derive_state(e: &mut Episode) -> Result<(), (&'static str, u32, String)> 
     // and the state at the end are recorded, they decide its freshness; elsewhere the
     // revisions do.
     // Only a 1.2 package's digests are read: in earlier revisions the field is unknown.
-    let digests = crate::Revision::of(&e.manifest.format).is_some_and(|r| r >= crate::Revision::V1_2);
+    let digests = e.manifest.revision() >= crate::Revision::V1_2;
     let final_state = extra_string(&e.outcome.extra, FINAL_STATE_DIGEST).filter(|_| digests);
     for check in e.checks.iter_mut().flatten() {
         if let Some(r) = check.recorded_revision {
