@@ -27,6 +27,11 @@ pub enum Error {
     Damaged(String),
     #[error("no episode matches `{0}`")]
     NoEpisode(String),
+    #[error("no annotation matches `{0}`")]
+    NoAnnotation(String),
+    /// An annotation that breaks a rule of docs/store-format.md §3.11.
+    #[error("{0}")]
+    Annotation(String),
     #[error("`{prefix}` matches several episodes ({}{}); give more of the id", .candidates.join(", "), if *.more { ", ..." } else { "" })]
     Ambiguous {
         prefix: String,

@@ -21,6 +21,9 @@
 //! The byte-level layout is documented in `docs/store-format.md`.
 //! This crate has no Arrow or DataFusion in it, so it stays small and quick to build.
 
+mod annotate;
+#[cfg(test)]
+mod annotate_tests;
 mod codec;
 mod error;
 mod ingest;
@@ -32,6 +35,10 @@ mod verify;
 #[cfg(test)]
 mod verify_tests;
 
+pub use annotate::{
+    Annotated, Annotation, AnnotationKind, Judgement, StoredAnnotation, ANNOTATION_FORMAT, MAX_LABEL_CHARS,
+    MAX_NOTE_BYTES,
+};
 pub use error::{Error, Result};
 pub use ingest::{
     Arrival, IngestOptions, IngestProgress, IngestReport, Outcome as PackageOutcome, PackageRead, PackageResult,

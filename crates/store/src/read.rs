@@ -17,6 +17,54 @@ use crate::tables::{
     SUM_LOG, SUM_RECORD, SUM_TRACES, SUPERSEDED, TRACE_DATA,
 };
 
+/// The one key of `table` that `text` (a full id or a hex prefix of at least 4 digits)
+/// names; `not_found` words the error when none does. An ambiguous prefix names the
+/// first [`AMBIGUOUS_SHOWN`] keys it matches.
+pub(crate) fn resolve_prefix(
+    table: &impl ReadableTable<[u8; 32], u64>,
+    text: &str,
+    not_found: fn(String) -> Error,
+) -> Result<Hash> {
+    let text = text.trim().to_ascii_lowercase();
+    if let Some(id) = parse_hex(&text) {
+        return match table.get(id).map_err(Error::redb)? {
+            Some(_) => Ok(id),
+            None => Err(not_found(text)),
+        };
+    }
+    if text.len() < 4 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(not_found(text));
+    }
+    // Ids are keys in byte order, so a hex prefix is a key range.
+    let mut lo = [0u8; 32];
+    let mut hi = [0xffu8; 32];
+    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).expect("ascii");
+        if pair.len() == 2 {
+            let b = u8::from_str_radix(s, 16).expect("hex digits");
+            lo[i] = b;
+            hi[i] = b;
+        } else {
+            let nibble = u8::from_str_radix(s, 16).expect("hex digit");
+            lo[i] = nibble << 4;
+            hi[i] = (nibble << 4) | 0x0f;
+        }
+    }
+    let mut ids = Vec::new();
+    for entry in table.range(lo..=hi).map_err(Error::redb)?.take(AMBIGUOUS_SHOWN + 1) {
+        ids.push(entry.map_err(Error::redb)?.0.value());
+    }
+    match ids.as_slice() {
+        [] => Err(not_found(text)),
+        [id] => Ok(*id),
+        _ => Err(Error::Ambiguous {
+            prefix: text,
+            more: ids.len() > AMBIGUOUS_SHOWN,
+            candidates: ids.iter().take(AMBIGUOUS_SHOWN).map(hex).collect(),
+        }),
+    }
+}
+
 /// One entry of the append-only ingest log: a committed write transaction.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IngestBatch {
@@ -388,43 +436,17 @@ impl Snapshot {
     /// ambiguous prefix names the first [`AMBIGUOUS_SHOWN`] ids it matches.
     pub fn resolve(&self, text: &str) -> Result<Hash> {
         guarded(|| {
-            let text = text.trim().to_ascii_lowercase();
-            if let Some(id) = parse_hex(&text) {
+            // A full id is taken as given: the caller says whether it is stored.
+            if let Some(id) = parse_hex(text) {
                 return Ok(id);
             }
-            if text.len() < 4 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(Error::NoEpisode(text));
-            }
-            // Ids are keys in byte order, so a hex prefix is a key range.
-            let mut lo = [0u8; 32];
-            let mut hi = [0xffu8; 32];
-            for (i, pair) in text.as_bytes().chunks(2).enumerate() {
-                let s = std::str::from_utf8(pair).expect("ascii");
-                if pair.len() == 2 {
-                    let b = u8::from_str_radix(s, 16).expect("hex digits");
-                    lo[i] = b;
-                    hi[i] = b;
-                } else {
-                    let nibble = u8::from_str_radix(s, 16).expect("hex digit");
-                    lo[i] = nibble << 4;
-                    hi[i] = (nibble << 4) | 0x0f;
-                }
-            }
-            let episodes = table!(self.txn, EPISODE_INDEX);
-            let mut ids = Vec::new();
-            for entry in episodes.range(lo..=hi).map_err(Error::redb)?.take(AMBIGUOUS_SHOWN + 1) {
-                ids.push(entry.map_err(Error::redb)?.0.value());
-            }
-            match ids.as_slice() {
-                [] => Err(Error::NoEpisode(text)),
-                [id] => Ok(*id),
-                _ => Err(Error::Ambiguous {
-                    prefix: text,
-                    more: ids.len() > AMBIGUOUS_SHOWN,
-                    candidates: ids.iter().take(AMBIGUOUS_SHOWN).map(hex).collect(),
-                }),
-            }
+            resolve_prefix(&table!(self.txn, EPISODE_INDEX), text, Error::NoEpisode)
         })
+    }
+
+    /// [`Snapshot::resolve`], and the episode must be stored.
+    pub fn resolve_stored(&self, text: &str) -> Result<Hash> {
+        guarded(|| resolve_prefix(&table!(self.txn, EPISODE_INDEX), text, Error::NoEpisode))
     }
 
     /// The original bytes of a file.

@@ -73,6 +73,12 @@ pub(crate) const SUM_TRACES: u8 = 1;
 pub(crate) const SUM_LOG: u8 = 2;
 pub(crate) const SUM_FILES: u8 = 3;
 pub(crate) const SUM_DICTIONARY: u8 = 4;
+pub(crate) const SUM_ANNOTATION: u8 = 5;
+/// annotation id (blake3 of the record's bytes) -> annotation number.
+pub(crate) const ANNOTATION_INDEX: TableDefinition<[u8; 32], u64> = TableDefinition::new("annotation_index");
+/// annotation number -> the annotation record as canonical JSON (`crate::Annotation`).
+/// Added to format 4 without a bump, like `superseded`: absent reads as none.
+pub(crate) const ANNOTATION_DATA: TableDefinition<u64, &[u8]> = TableDefinition::new("annotation_data");
 
 /// Files at least this large go through the blob index wherever they are: a large
 /// file is worth its index entry, and it keeps an episode's own value small.
@@ -212,6 +218,8 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     txn.open_table(INGEST_LOG).map_err(Error::redb)?;
     txn.open_table(SUPERSEDED).map_err(Error::redb)?;
     txn.open_table(CHECKSUMS).map_err(Error::redb)?;
+    txn.open_table(ANNOTATION_INDEX).map_err(Error::redb)?;
+    txn.open_table(ANNOTATION_DATA).map_err(Error::redb)?;
     Ok(())
 }
 
@@ -235,7 +243,7 @@ pub(crate) struct Appender<'t> {
 }
 
 /// The number after the last key of an append-only table (0 when it is empty).
-fn next_key<V: redb::Value + 'static>(table: &impl ReadableTable<u64, V>) -> Result<u64> {
+pub(crate) fn next_key<V: redb::Value + 'static>(table: &impl ReadableTable<u64, V>) -> Result<u64> {
     Ok(table.last().map_err(Error::redb)?.map(|(k, _)| k.value() + 1).unwrap_or(0))
 }
 

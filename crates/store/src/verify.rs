@@ -35,6 +35,8 @@ pub struct VerifyReport {
     pub episodes: u64,
     pub cells: u64,
     pub batches: u64,
+    /// Annotation records read (docs/store-format.md §3.11).
+    pub annotations: u64,
     /// Episodes whose record and traces were derived again from their files.
     pub rederived: u64,
     pub problems: Vec<String>,
@@ -109,6 +111,7 @@ impl Snapshot {
             let blob_ids = self.verify_blobs(&mut report)?;
             let logged = self.verify_log(&mut report)?;
             self.verify_episodes(&mut report, &decoder, &blob_ids, &logged)?;
+            report.annotations = crate::annotate::verify_annotations(self, &mut report.problems)?;
             report.repairable.sort_unstable();
             report.repairable.dedup();
             // `repair` derives again from the stored record's file listing: an episode
@@ -509,7 +512,13 @@ fn rederive(
 }
 
 /// A stored value's checksum problem, if it has one (see [`Snapshot::check_sum`]).
-fn sum_problem(sums: &Sums, kind: u8, number: u64, value: &[u8], what: impl FnOnce() -> String) -> Option<String> {
+pub(crate) fn sum_problem(
+    sums: &Sums,
+    kind: u8,
+    number: u64,
+    value: &[u8],
+    what: impl FnOnce() -> String,
+) -> Option<String> {
     sums.check(kind, number, value, what).err().map(|e| e.to_string())
 }
 

@@ -24,7 +24,7 @@ fn store_of(sources: &[Source], options: &IngestOptions) -> (tempfile::TempDir, 
     (dir, store)
 }
 
-fn dataset_store() -> (tempfile::TempDir, Store) {
+pub(crate) fn dataset_store() -> (tempfile::TempDir, Store) {
     let sources: Vec<Source> = ["H0", "H1", "H2", "H3"].iter().map(|l| Source::Dir(dataset_root().join(l))).collect();
     store_of(&sources, &IngestOptions::default())
 }
