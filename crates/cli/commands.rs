@@ -413,6 +413,7 @@ pub fn show(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
         "provenance": r.manifest.provenance(),
         "traces": counts,
         "files": r.files.iter().map(|f| json!({"path": f.path, "bytes": f.size, "blake3": hex(&f.hash)})).collect::<Vec<_>>(),
+        "annotations": crate::annotate::of_episode(&snapshot, &id)?,
     });
     match format {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&value)?),
@@ -420,7 +421,7 @@ pub fn show(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
             let Value::Object(map) = &value else { unreachable!() };
             let rows: Vec<Vec<Value>> = map
                 .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "files" | "traces" | "provenance"))
+                .filter(|(k, _)| !matches!(k.as_str(), "files" | "traces" | "provenance" | "annotations"))
                 .map(|(k, v)| vec![json!(k), v.clone()])
                 .collect();
             print_rows(&["field", "value"], &rows, format);
@@ -448,6 +449,18 @@ pub fn show(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
                 ]);
             }
             print_rows(&["file", "bytes", "blake3"], &files, format);
+            if let Value::Array(list) = &value["annotations"] {
+                let rows: Vec<Vec<Value>> = list
+                    .iter()
+                    .map(|a| {
+                        let state = if a["retracted_by"].is_null() { "active" } else { "retracted" };
+                        vec![a["label"].clone(), json!(state), a["author"].clone(), a["created"].clone(), a["id"].clone()]
+                    })
+                    .collect();
+                if !rows.is_empty() {
+                    print_rows(&["annotation", "state", "author", "created", "id"], &rows, format);
+                }
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -563,7 +576,7 @@ fn verify_store(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<
             serde_json::to_string_pretty(&json!({
                 "intact": intact, "episodes": report.episodes, "rederived": report.rederived, "blobs": report.blobs,
                 "blob_bytes": report.blob_bytes, "cells": report.cells, "batches": report.batches,
-                "segments": segments, "problems": problems,
+                "segments": segments, "annotations": report.annotations, "problems": problems,
                 "repairable": report.repairable.iter().map(hex).collect::<Vec<_>>(),
                 "repaired": repaired_ids,
                 "dictionaries_to_restore": report.dictionaries_to_restore,
@@ -583,6 +596,9 @@ fn verify_store(store_dir: &Path, format: OutputFormat, repair: bool) -> Result<
                 report.batches,
                 segments
             );
+            if report.annotations > 0 {
+                println!("{} annotations checked", report.annotations);
+            }
             for number in &restored {
                 println!("repaired: compression dictionary {number} (written again from its intact copy)");
             }

@@ -2,6 +2,7 @@
 //! command line ships inside the Python package (`epistore` on its PATH) as well as
 //! the `epistore` binary (`main.rs`).
 
+mod annotate;
 mod commands;
 mod import;
 mod publish;
@@ -183,6 +184,16 @@ enum Command {
     /// through (every check marked current or stale), the claim, posture, admission,
     /// verdict and label side by side, the patch, reports and files.
     Show(ShowArgs),
+    /// Record a person's judgement of an episode ("reward hacking", "flaky test", ...),
+    /// or withdraw one with --retract.
+    ///
+    /// Append-only beside the data: the package, its derived fields and every metric
+    /// stay as they are (docs/annotations.md). Select by it with `--where
+    /// "annotated(episode_id, 'LABEL')"`; list with `epistore annotations`.
+    Annotate(annotate::AnnotateArgs),
+    /// List people's annotations (active labels unless --all), or --export the labelled
+    /// episodes with their annotations for judge validation.
+    Annotations(annotate::AnnotationsArgs),
     /// Write an episode's package into DIR, byte-identical to what was ingested.
     ExportPackage { episode: String, dir: PathBuf },
     /// Write a deterministic synthetic population of valid episode packages.
@@ -630,6 +641,8 @@ where
         Command::Ls { format } => commands::ls(&cli.store, format),
         Command::Show(args) if args.format == ShowFormat::Html => publish::show_html(&cli.store, &args),
         Command::Show(args) => commands::show(&cli.store, &args),
+        Command::Annotate(args) => annotate::annotate(&cli.store, &args),
+        Command::Annotations(args) => annotate::annotations(&cli.store, &args),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),
         Command::Verify { format, repair } => commands::verify(&cli.store, format, repair),
         Command::Compact => commands::compact(&cli.store),

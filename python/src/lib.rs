@@ -73,9 +73,9 @@ impl Database {
     /// process or another).
     fn engine(&self) -> Result<Arc<Engine>> {
         let store = self.store()?;
-        let seq = store.snapshot()?.ingest_seq()?;
+        let seq = store.snapshot()?.generation()?;
         let mut session = self.session.lock().expect("session lock");
-        if let Some(engine) = session.as_ref().filter(|e| e.snapshot_seq == seq) {
+        if let Some(engine) = session.as_ref().filter(|e| e.generation == seq) {
             return Ok(engine.clone());
         }
         let engine = Arc::new(self.runtime.block_on(Engine::open(&store))?);
@@ -306,6 +306,35 @@ impl Database {
             // Writing package directories needs no store; importing needs the writer.
             let store = if args.out.is_some() { None } else { Some(self.writer()?) };
             ingest::import(store.as_deref(), &args)
+        })
+        .map_err(py_err)
+    }
+
+    /// `epistore annotate`: appends a person's judgement of an episode (an id or a
+    /// unique prefix); the stored record as JSON text with its `id` and `added`.
+    #[pyo3(signature = (episode, label, note=None, author=None))]
+    fn annotate(
+        &self,
+        py: Python<'_>,
+        episode: String,
+        label: String,
+        note: Option<String>,
+        author: Option<String>,
+    ) -> PyResult<String> {
+        py.detach(|| {
+            let written = self.writer()?.annotate(&episode, epistore_store::Judgement { label, note, author })?;
+            Ok(written.to_json().to_string())
+        })
+        .map_err(py_err)
+    }
+
+    /// `epistore annotate --retract`: withdraws a label annotation; the retraction as
+    /// JSON text.
+    #[pyo3(signature = (annotation, note=None, author=None))]
+    fn retract(&self, py: Python<'_>, annotation: String, note: Option<String>, author: Option<String>) -> PyResult<String> {
+        py.detach(|| {
+            let written = self.writer()?.retract(&annotation, note, author)?;
+            Ok(written.to_json().to_string())
         })
         .map_err(py_err)
     }

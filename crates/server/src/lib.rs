@@ -160,15 +160,16 @@ impl EpistoreFlightSql {
         }
     }
 
-    /// The session for the latest committed snapshot (rebuilt after an ingest).
+    /// The session for the latest committed snapshot (rebuilt after an ingest or an
+    /// annotation).
     async fn engine(&self) -> std::result::Result<Arc<Engine>, Status> {
         let seq = self
             .store
             .snapshot()
-            .and_then(|s| s.ingest_seq())
+            .and_then(|s| s.generation())
             .map_err(|e| Status::internal(format!("reading the store: {e}")))?;
         let mut session = self.session.lock().await;
-        if let Some(engine) = session.as_ref().filter(|e| e.snapshot_seq == seq) {
+        if let Some(engine) = session.as_ref().filter(|e| e.generation == seq) {
             return Ok(engine.clone());
         }
         let engine =

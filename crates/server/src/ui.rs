@@ -170,12 +170,13 @@ fn html(html: String) -> Response {
 }
 
 impl Ui {
-    /// The SQL session for the latest committed snapshot (rebuilt after an ingest).
+    /// The SQL session for the latest committed snapshot (rebuilt after an ingest or an
+    /// annotation).
     async fn engine(&self) -> std::result::Result<Arc<Engine>, Failure> {
         let store = self.store.clone();
-        let seq = blocking(move || Ok(store.snapshot()?.ingest_seq()?)).await?;
+        let seq = blocking(move || Ok(store.snapshot()?.generation()?)).await?;
         let mut session = self.session.lock().await;
-        if let Some(engine) = session.as_ref().filter(|e| e.snapshot_seq == seq) {
+        if let Some(engine) = session.as_ref().filter(|e| e.generation == seq) {
             return Ok(engine.clone());
         }
         let engine = Arc::new(Engine::open(&self.store).await?);

@@ -4,6 +4,7 @@
 //! Everything here reads; nothing writes to the store. Statements that would write
 //! files or change the catalog (`COPY`, `CREATE`, `INSERT`, `SET`, ...) are refused.
 
+pub mod annotations;
 pub mod bounded;
 mod checked_arithmetic;
 mod checked_sum;
@@ -73,6 +74,9 @@ pub struct Engine {
     ctx: SessionContext,
     /// The ingest sequence of the snapshot the tables were built from.
     pub snapshot_seq: u64,
+    /// The snapshot's ingest sequence and annotation count: a cached session is
+    /// current while the store's [`epistore_store::Snapshot::generation`] equals it.
+    pub generation: epistore_store::Generation,
     data: Option<Arc<StoreData>>,
     search: search::SearchIndexes,
 }
@@ -156,9 +160,10 @@ impl Engine {
             .map(|k| Ok((k.name(), over_segments(k.name(), k.schema())?)))
             .collect::<Result<Vec<_>>>()?;
         let excluded = Self::register_tables(&ctx, &snapshot, tables).await?;
+        let annotations = (annotations::read(&snapshot)?, snapshot.generation()?);
         let stored_views = |name: &str, schema: SchemaRef| over_segments(name, schema).map(Some);
         let indexes = search::SearchIndexes::over(&segments, &excluded);
-        Self::finish(ctx, snapshot_seq, episodes, &models, None, &stored_views, &excluded, indexes).await
+        Self::finish(ctx, snapshot_seq, episodes, &models, annotations, None, &stored_views, &excluded, indexes).await
     }
 
     /// Registers tables that decode episodes straight from the store (no columnar
@@ -169,13 +174,15 @@ impl Engine {
         let episodes = snapshot.episode_count()?;
         let models = store_models(&snapshot)?;
         let excluded = supersession::superseded(&snapshot)?;
+        let annotations = (annotations::read(&snapshot)?, snapshot.generation()?);
         let data = Arc::new(StoreData::new(snapshot));
         let ctx = Self::context_for_store();
         let tables: Vec<(&str, Arc<dyn TableProvider>)> =
             TableKind::ALL.iter().map(|&k| (k.name(), Arc::new(StoreTable::new(k, data.clone())) as _)).collect();
         Self::register_tables_excluding(&ctx, &excluded, tables).await?;
         let indexes = search::SearchIndexes::none();
-        Self::finish(ctx, snapshot_seq, episodes, &models, Some(data), &|_, _| Ok(None), &excluded, indexes).await
+        let no_views = |_: &str, _| Ok(None);
+        Self::finish(ctx, snapshot_seq, episodes, &models, annotations, Some(data), &no_views, &excluded, indexes).await
     }
 
     /// Registers the base tables without the episodes a later import supersedes (as
@@ -219,6 +226,7 @@ impl Engine {
         snapshot_seq: u64,
         episodes: u64,
         models: &[String],
+        ((annotations, labels), generation): ((RecordBatch, annotations::ActiveLabels), epistore_store::Generation),
         data: Option<Arc<StoreData>>,
         stored_views: views::Materialized<'_>,
         excluded: &[String],
@@ -226,10 +234,12 @@ impl Engine {
     ) -> Result<Engine> {
         ctx.register_batch("epistore_info", info_batch(snapshot_seq, episodes)?)?;
         ctx.register_batch("model_prices", prices::PriceTable::in_force()?.batch(models)?)?;
+        ctx.register_batch(annotations::TABLE, annotations)?;
+        ctx.register_udf(annotations::annotated(Arc::new(labels)));
         supersession::register_all_episodes(&ctx, excluded).await?;
         views::register(&ctx, stored_views, excluded).await?;
         ctx.register_udtf("search", Arc::new(search::SearchFunction(search.clone())));
-        Ok(Engine { ctx, snapshot_seq, data, search })
+        Ok(Engine { ctx, snapshot_seq, generation, data, search })
     }
 
     /// The best `limit` hits of a full-text `query` (tantivy's syntax: phrases,

@@ -105,6 +105,16 @@ impl Annotation {
         Ok(annotation)
     }
 
+    /// The record as JSON with its id in front: what listings and exports print.
+    pub fn to_json(&self, id: &Hash) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        out.insert("id".into(), hex(id).into());
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice(&self.to_bytes()) {
+            out.extend(fields);
+        }
+        serde_json::Value::Object(out)
+    }
+
     /// blake3 over [`Annotation::to_bytes`].
     pub fn id(&self) -> Hash {
         *blake3::hash(&self.to_bytes()).as_bytes()
@@ -175,6 +185,32 @@ pub struct StoredAnnotation {
     pub id: Hash,
     pub number: u64,
     pub annotation: Annotation,
+    /// On a label: the retraction that withdraws it, if one is stored.
+    pub retracted_by: Option<Hash>,
+}
+
+impl Annotated {
+    /// [`Annotation::to_json`] with `added`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = self.annotation.to_json(&self.id);
+        value["added"] = self.added.into();
+        value
+    }
+}
+
+impl StoredAnnotation {
+    /// [`Annotation::to_json`] with `retracted_by` (null while active, and on a
+    /// retraction).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = self.annotation.to_json(&self.id);
+        value["retracted_by"] = self.retracted_by.as_ref().map(hex).into();
+        value
+    }
+
+    /// A label no retraction withdraws.
+    pub fn is_active(&self) -> bool {
+        self.annotation.kind == AnnotationKind::Label && self.retracted_by.is_none()
+    }
 }
 
 /// What [`Store::annotate`] or [`Store::retract`] did.
@@ -304,7 +340,26 @@ fn check_retraction(
     Ok(())
 }
 
+/// What a session built from a snapshot depends on: the ingest log and the
+/// annotations (which are not in the log). A cached session is current while the
+/// store's generation equals the one it was built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Generation {
+    pub ingest_seq: u64,
+    pub annotations: u64,
+}
+
 impl Snapshot {
+    /// See [`Generation`].
+    pub fn generation(&self) -> Result<Generation> {
+        let annotations = guarded(|| match self.txn.open_table(ANNOTATION_DATA) {
+            Ok(t) => t.len().map_err(Error::redb),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(Error::redb(e)),
+        })?;
+        Ok(Generation { ingest_seq: self.ingest_seq()?, annotations })
+    }
+
     /// Every annotation in write order, each against its checksum. A store written
     /// before annotations existed has none.
     pub fn annotations(&self) -> Result<Vec<StoredAnnotation>> {
@@ -322,13 +377,18 @@ impl Snapshot {
                 sums.check(SUM_ANNOTATION, number, value, || format!("annotation {number}"))?;
                 let annotation =
                     Annotation::from_bytes(value).map_err(|e| Error::Corrupt(format!("annotation {number}: {e}")))?;
-                out.push(StoredAnnotation { id: *blake3::hash(value).as_bytes(), number, annotation });
+                out.push(StoredAnnotation { id: *blake3::hash(value).as_bytes(), number, annotation, retracted_by: None });
+            }
+            let withdrawn: std::collections::HashMap<Hash, Hash> =
+                out.iter().filter_map(|a| a.annotation.retracts.map(|target| (target, a.id))).collect();
+            for a in &mut out {
+                a.retracted_by = withdrawn.get(&a.id).copied();
             }
             Ok(out)
         })
     }
 
-    /// One annotation by id.
+    /// One annotation by id (without `retracted_by`: [`Snapshot::annotations`] has it).
     pub fn annotation(&self, id: &Hash) -> Result<Option<StoredAnnotation>> {
         guarded(|| {
             let index = match self.txn.open_table(ANNOTATION_INDEX) {
@@ -344,7 +404,7 @@ impl Snapshot {
             self.sums()?.check(SUM_ANNOTATION, number, value.value(), || format!("annotation {number}"))?;
             let annotation = Annotation::from_bytes(value.value())
                 .map_err(|e| Error::Corrupt(format!("annotation {number}: {e}")))?;
-            Ok(Some(StoredAnnotation { id: *id, number, annotation }))
+            Ok(Some(StoredAnnotation { id: *id, number, annotation, retracted_by: None }))
         })
     }
 

@@ -6,6 +6,10 @@ pub enum Error {
     NoStore(PathBuf),
     #[error("cannot open the store at {path}: {message}")]
     Open { path: PathBuf, message: String },
+    #[error(
+        "cannot open the store at {0}: another process is writing to it (one writer at a time; readers may run alongside)"
+    )]
+    Busy(PathBuf),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("storage: {0}")]
@@ -75,13 +79,10 @@ impl Error {
     }
 
     pub(crate) fn open(path: &Path, e: redb::DatabaseError) -> Error {
-        let message = match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => {
-                "another process is writing to it (one writer at a time; readers may run alongside)".to_string()
-            }
-            other => other.to_string(),
-        };
-        Error::Open { path: path.to_path_buf(), message }
+        match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => Error::Busy(path.to_path_buf()),
+            other => Error::Open { path: path.to_path_buf(), message: other.to_string() },
+        }
     }
 }
 

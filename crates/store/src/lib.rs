@@ -36,7 +36,7 @@ mod verify;
 mod verify_tests;
 
 pub use annotate::{
-    Annotated, Annotation, AnnotationKind, Judgement, StoredAnnotation, ANNOTATION_FORMAT, MAX_LABEL_CHARS,
+    Annotated, Annotation, AnnotationKind, Generation, Judgement, StoredAnnotation, ANNOTATION_FORMAT, MAX_LABEL_CHARS,
     MAX_NOTE_BYTES,
 };
 pub use error::{Error, Result};
