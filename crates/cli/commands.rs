@@ -454,7 +454,13 @@ pub fn show(store_dir: &Path, args: &ShowArgs) -> Result<ExitCode> {
                     .iter()
                     .map(|a| {
                         let state = if a["retracted_by"].is_null() { "active" } else { "retracted" };
-                        vec![a["label"].clone(), json!(state), a["author"].clone(), a["created"].clone(), a["id"].clone()]
+                        vec![
+                            a["label"].clone(),
+                            json!(state),
+                            a["author"].clone(),
+                            a["created"].clone(),
+                            a["id"].clone(),
+                        ]
                     })
                     .collect();
                 if !rows.is_empty() {

@@ -331,7 +331,13 @@ impl Database {
     /// `epistore annotate --retract`: withdraws a label annotation; the retraction as
     /// JSON text.
     #[pyo3(signature = (annotation, note=None, author=None))]
-    fn retract(&self, py: Python<'_>, annotation: String, note: Option<String>, author: Option<String>) -> PyResult<String> {
+    fn retract(
+        &self,
+        py: Python<'_>,
+        annotation: String,
+        note: Option<String>,
+        author: Option<String>,
+    ) -> PyResult<String> {
         py.detach(|| {
             let written = self.writer()?.retract(&annotation, note, author)?;
             Ok(written.to_json().to_string())

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod annotations;
 mod cli;
 mod columnar;
 mod concurrency;

@@ -102,9 +102,10 @@ fn table_names(store: &TestStore) -> Vec<String> {
 
 /// Tables and views added after the format-1 fixture was written (the format-2 one has
 /// all but `revision_changes`, the format-3 one all but `messages`; none has the cost
-/// view or the price table).
+/// view, the price table or annotations).
 const NEW_TABLES: &[&str] = &[
     "all_episodes",
+    "annotations",
     "revision_changes",
     "messages",
     "episode_costs",

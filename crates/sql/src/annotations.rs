@@ -97,10 +97,8 @@ pub(crate) fn annotated(labels: Arc<ActiveLabels>) -> ScalarUDF {
                 ColumnarValue::Array(a) => Some(a.len()),
                 ColumnarValue::Scalar(_) => None,
             });
-            let arrays: Vec<ArrayRef> = args
-                .iter()
-                .map(|a| a.to_array(rows.unwrap_or(1)))
-                .collect::<datafusion::error::Result<_>>()?;
+            let arrays: Vec<ArrayRef> =
+                args.iter().map(|a| a.to_array(rows.unwrap_or(1))).collect::<datafusion::error::Result<_>>()?;
             let text = |a: &ArrayRef| -> datafusion::error::Result<StringArray> {
                 Ok(cast(a, &DataType::Utf8)?.as_any().downcast_ref::<StringArray>().expect("cast to Utf8").clone())
             };

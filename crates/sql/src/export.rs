@@ -72,6 +72,8 @@ pub fn exportable() -> Vec<(String, &'static str)> {
     out.push(("epistore_info".into(), "table"));
     // The price table in force, so the exported `episode_costs` answers as here.
     out.push(("model_prices".into(), "table"));
+    // People's judgements, so a notebook has them beside the episodes.
+    out.push((crate::annotations::TABLE.into(), "table"));
     out.push((crate::supersession::ALL_EPISODES.into(), "view"));
     out.extend(views::VIEWS.iter().map(|(name, _)| (name.to_string(), "view")));
     out

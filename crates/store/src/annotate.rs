@@ -377,7 +377,12 @@ impl Snapshot {
                 sums.check(SUM_ANNOTATION, number, value, || format!("annotation {number}"))?;
                 let annotation =
                     Annotation::from_bytes(value).map_err(|e| Error::Corrupt(format!("annotation {number}: {e}")))?;
-                out.push(StoredAnnotation { id: *blake3::hash(value).as_bytes(), number, annotation, retracted_by: None });
+                out.push(StoredAnnotation {
+                    id: *blake3::hash(value).as_bytes(),
+                    number,
+                    annotation,
+                    retracted_by: None,
+                });
             }
             let withdrawn: std::collections::HashMap<Hash, Hash> =
                 out.iter().filter_map(|a| a.annotation.retracts.map(|target| (target, a.id))).collect();
