@@ -326,6 +326,31 @@ class Database:
         """
         return _summary(self._db.ingest(_paths(paths), chunk))
 
+    def annotate(
+        self, episode: str, label: str, note: str | None = None, author: str | None = None
+    ) -> Dict[str, Any]:
+        """Record a person's judgement of an episode, as ``epistore annotate``:
+        ``episode`` is an id or a unique prefix, ``label`` the judgement ("reward
+        hacking", "flaky test", ...). Append-only beside the data: no package,
+        derived field or metric changes. Needs ``write=True``.
+
+        Returns the stored record with its ``id`` and ``added`` (false when the same
+        record was already stored). Select by it in SQL or ``where=`` with
+        ``annotated(episode_id, 'LABEL')``; list with ``db.sql("SELECT * FROM
+        annotations")``::
+
+            a = db.annotate("3f2a9c", "env failure", note="docker pull timed out")
+            db.metrics(by="model", where="NOT annotated(episode_id, 'env failure')")
+        """
+        return _summary(self._db.annotate(episode, label, note, author))
+
+    def retract(self, annotation: str, note: str | None = None, author: str | None = None) -> Dict[str, Any]:
+        """Withdraw a label annotation (an id or a unique prefix), as ``epistore
+        annotate --retract``: a new record naming it; the label stays listed with
+        ``active`` false. A label is withdrawn once; to restore it, annotate again.
+        Returns the retraction record."""
+        return _summary(self._db.retract(annotation, note, author))
+
     def import_logs(
         self,
         paths: PathLike | Iterable[PathLike],

@@ -201,7 +201,20 @@ async function checkEpisode(page) {
           first_screen: !!node && node.getBoundingClientRect().top + window.scrollY < window.innerHeight,
         };
       }),
+      // People's annotations as drawn: label, withdrawn or not, the whole line, and
+      // whether the line lies within the window (a phone included).
+      annotations: [...document.querySelectorAll("#annotations li.annotation")].map((li) => {
+        const b = li.getBoundingClientRect();
+        return {
+          id: li.getAttribute("data-id"),
+          label: text(li.querySelector(".annotation-label")),
+          withdrawn: li.classList.contains("withdrawn"),
+          text: text(li),
+          within_window: b.left >= 0 && b.right <= window.innerWidth + 1,
+        };
+      }),
       _want: {
+        annotations: Array.isArray(D.annotations) ? D.annotations.length : 0,
         bands: (typeof D.final_revision === "number" ? D.final_revision : 0) + 1,
         checks: D.traces && Array.isArray(D.traces.checks) ? D.traces.checks.length : 0,
       },
@@ -213,6 +226,7 @@ async function checkEpisode(page) {
   delete out._want;
   if (out._hooks.length) fail(`missing test hooks: ${out._hooks.join(", ")}`);
   delete out._hooks;
+  if (out.annotations.length !== want.annotations) fail(`#annotations draws ${out.annotations.length} of ${want.annotations} annotations`);
   if (out.bands !== want.bands) fail(`${out.bands} .band, expected final_revision + 1 = ${want.bands}`);
   // the table may display only its first rows (data-rows-total says how many it holds)
   if (out.checks_total !== want.checks) fail(`#checks holds ${out.checks_total} rows, DATA has ${want.checks} checks`);

@@ -1092,3 +1092,66 @@ fn an_ambiguous_id_prefix_lists_the_episodes_it_matches() {
     let err = text(&out.stderr);
     assert!(want.iter().all(|id| err.contains(id.as_str())), "{err}");
 }
+
+/// People's annotations on the viewer: the episode page lists them (a withdrawn one
+/// struck through, with who withdrew it), at laptop and phone widths, and refreshes
+/// after a new one without a restart; the list filters by them and shows each
+/// episode's active labels.
+#[test]
+#[cfg_attr(not(epistore_browser), ignore = "needs Chromium and playwright-core (.ci/run installs them)")]
+fn annotations_show_on_the_episode_page_and_filter_the_list() {
+    let (store, h3) = dataset_store();
+    let ui = Ui::start(&store, &[]);
+    let annotate = |args: &[&str]| -> Value {
+        let out = store.run(&[&["annotate", "--format", "json"], args].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // The page before any annotation, so the server holds a session to outdate.
+    let (status, _) = ui.get(&format!("/episodes/{h3}"));
+    assert_eq!(status, 200);
+    let long_note = "the checker passes because the test file was rewritten to assert True; ".repeat(3);
+    let hacked = annotate(&[&h3, "--label", "reward hacking", "--note", &long_note, "--author", "ana"]);
+    let flaky = annotate(&[&h3, "--label", "flaky test", "--author", "bo"]);
+    annotate(&["--retract", flaky["id"].as_str().unwrap(), "--note", "it is stable", "--author", "ana"]);
+
+    let (_, body) = ui.get(&format!("/episodes/{h3}"));
+    let doc = page_data(&body);
+    let listed: Vec<(&str, bool)> = doc["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["label"].as_str().unwrap(), a["retraction"].is_object()))
+        .collect();
+    assert_eq!(listed, [("reward hacking", false), ("flaky test", true)]);
+
+    for (width, shot) in [("1280", "annotations-laptop.png"), ("400", "annotations-phone.png")] {
+        let url = format!("http://{}/episodes/{h3}", ui.addr);
+        let page = check_page_with("episode", &url, shot, &[("EPISTORE_WIDTH", width)]);
+        let drawn = page["annotations"].as_array().unwrap();
+        assert_eq!(drawn.len(), 2, "{page}");
+        assert_eq!(drawn[0]["id"], hacked["id"]);
+        assert_eq!((drawn[0]["withdrawn"].as_bool(), drawn[1]["withdrawn"].as_bool()), (Some(false), Some(true)));
+        assert!(drawn[0]["text"].as_str().unwrap().contains("rewritten to assert True"), "{page}");
+        assert!(drawn[1]["text"].as_str().unwrap().contains("withdrawn by ana: it is stable"), "{page}");
+        assert!(drawn.iter().all(|a| a["within_window"] == json!(true)), "{width}px: {page}");
+    }
+
+    // The list: filtered by an active label, each row with its labels; a withdrawn
+    // label selects nothing.
+    let rows = |query: &str| {
+        let (status, body) = ui.get(&format!("/episodes?{query}&format=json"));
+        assert_eq!(status, 200, "{body}");
+        let doc: Value = serde_json::from_str(&body).unwrap();
+        table_rows(&doc)
+    };
+    let hacking = rows("annotation=reward+hacking");
+    assert_eq!(hacking.len(), 1);
+    assert_eq!(hacking[0]["id"], h3.as_str());
+    assert_eq!(hacking[0]["annotations"], "reward hacking");
+    assert!(rows("annotation=flaky+test").is_empty());
+    assert_eq!(rows("").len(), 4);
+    let url = format!("http://{}/episodes?annotation=reward+hacking", ui.addr);
+    let list = check_page_with("list", &url, "annotations-list-phone.png", &[("EPISTORE_WIDTH", "400")]);
+    assert_eq!(list["rows"], 1, "{list}");
+}

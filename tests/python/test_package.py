@@ -393,6 +393,34 @@ def test_ingest_from_python_then_query(tmp_path):
                                    "SELECT count(*) AS n FROM episodes").stdout) == [{"n": summary["added"]}]
 
 
+def test_annotate_and_retract_from_python_as_the_cli_sees_them(tmp_path):
+    store = tmp_path / "store"
+    run_epistore("--store", store, "ingest", "--quiet", DATASET)
+    with epistore.open(store, write=True) as w:
+        ids = [r["episode_id"] for r in w.sql("SELECT episode_id FROM episodes ORDER BY harness_level").to_pylist()]
+        before = w.sql("SELECT * FROM cell_metrics ORDER BY harness_level").to_pylist()
+        a = w.annotate(ids[0][:10], "env failure", note="docker pull timed out", author="ana")
+        assert a["added"] and a["episode"] == ids[0] and a["kind"] == "label"
+        # The open session sees it at once (annotations do not move the ingest log).
+        assert w.sql("SELECT count(*) AS n FROM episode_facts WHERE annotated(episode_id, 'env failure')") \
+            .column("n")[0].as_py() == 1
+        r = w.retract(a["id"][:8], note="it was the test", author="bo")
+        assert r["kind"] == "retraction" and r["retracts"] == a["id"]
+        with pytest.raises(epistore.Error, match="already retracted"):
+            w.retract(a["id"])
+        with pytest.raises(epistore.Error, match="label is empty"):
+            w.annotate(ids[1], "  ")
+        rows = w.sql("SELECT label, active, retracted_by FROM annotations ORDER BY created").to_pylist()
+        assert [(x["label"], x["active"]) for x in rows] == [("env failure", False), ("env failure", False)]
+        assert rows[0]["retracted_by"] == r["id"]
+        assert w.sql("SELECT * FROM cell_metrics ORDER BY harness_level").to_pylist() == before
+    with epistore.open(store) as reader:
+        with pytest.raises(epistore.Error, match="read-only"):
+            reader.annotate(ids[0], "x")
+    listed = json.loads(run_epistore("--store", store, "annotations", "--all", "--format", "json").stdout)
+    assert [x["id"] for x in listed] == [a["id"], r["id"]]
+
+
 def test_a_reader_sees_ingests_by_another_process(epi, tmp_path):
     store = tmp_path / "store"
     run_epistore("--store", store, "ingest", "--quiet", DATASET)

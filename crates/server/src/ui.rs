@@ -65,7 +65,7 @@ struct Ui {
     boards: Mutex<HashMap<String, Arc<Leaderboard>>>,
     /// The episode list's filter values, for the snapshot they were read at (they do
     /// not depend on the filters).
-    facets: Mutex<Option<(u64, Arc<Vec<Value>>)>>,
+    facets: Mutex<Option<(epistore_store::Generation, Arc<Vec<Value>>)>>,
     permits: Semaphore,
 }
 
@@ -192,9 +192,9 @@ impl Ui {
         }
     }
 
-    /// The episode list's filter values, read once per snapshot.
+    /// The episode list's filter values, read once per snapshot and annotation count.
     async fn facets(&self) -> std::result::Result<Arc<Vec<Value>>, Failure> {
-        let seq = self.engine().await?.snapshot_seq;
+        let seq = self.engine().await?.generation;
         if let Some((at, facets)) = self.facets.lock().await.as_ref() {
             if *at == seq {
                 return Ok(facets.clone());
@@ -220,7 +220,8 @@ impl Ui {
             "{metric}\u{0}{}\u{0}{}\u{0}{}",
             by.join(","),
             filter.as_deref().unwrap_or(""),
-            engine.snapshot_seq
+            // With the annotation count: a `where=` may select by annotations.
+            format!("{:?}", engine.generation)
         );
         if let Some(board) = self.boards.lock().await.get(&key) {
             return Ok(board.clone());
@@ -411,8 +412,8 @@ const LIST_ROWS_MAX: usize = 20_000;
 /// Values offered per filter field.
 const FACET_VALUES: usize = 500;
 /// The fields of `/episodes` that filter, in the order a page names them.
-const LIST_FIELDS: [&str; 9] =
-    ["model", "harness_level", "task", "source_format", "posture", "label", "claim", "correct", "q"];
+const LIST_FIELDS: [&str; 10] =
+    ["model", "harness_level", "task", "source_format", "posture", "label", "annotation", "claim", "correct", "q"];
 
 /// The filters given in `/episodes?...`, in [`LIST_FIELDS`] order: an empty value is no
 /// filter.
@@ -444,6 +445,7 @@ fn episode_query(given: &[(&str, String)]) -> std::result::Result<EpisodeQuery, 
         source_format: known("source_format"),
         posture: get("posture"),
         label: known("label"),
+        annotation: get("annotation"),
         claim: known_bool("claim")?,
         correct: known_bool("correct")?,
         text: get("q"),

@@ -22,6 +22,8 @@ pub struct EpisodeQuery {
     pub source_format: Option<Known<String>>,
     pub posture: Option<String>,
     pub label: Option<Known<String>>,
+    /// An active annotation label a person gave (docs/annotations.md).
+    pub annotation: Option<String>,
     /// `agent_reported_complete`.
     pub claim: Option<Known<bool>>,
     pub correct: Option<Known<bool>>,
@@ -61,6 +63,9 @@ impl EpisodeQuery {
         };
         known_bool("agent_reported_complete", &self.claim, &mut parts);
         known_bool("correct", &self.correct, &mut parts);
+        if let Some(label) = &self.annotation {
+            parts.push(format!("annotated(e.episode_id, {})", quote_literal(label)));
+        }
         if let Some(q) = &self.text {
             parts.push(format!("e.episode_id IN (SELECT episode_id FROM search({}, {TEXT_HITS}))", quote_literal(q)));
         }
@@ -78,9 +83,12 @@ impl EpisodeQuery {
         format!(
             "SELECT e.episode_id AS id, e.model, e.harness_level, e.task, e.\"cluster\", e.attempt, e.posture, \
              e.label, e.correct, e.agent_reported_complete AS claim, e.admission, e.final_revision, \
-             e.n_verification AS checks, k.stale AS stale_checks, e.n_interventions AS interventions, e.source_format \
+             e.n_verification AS checks, k.stale AS stale_checks, e.n_interventions AS interventions, e.source_format, \
+             a.annotations \
              FROM episodes e LEFT JOIN (SELECT episode_id, count(*) FILTER (WHERE freshness = 'stale') AS stale \
-             FROM checks GROUP BY episode_id) k ON k.episode_id = e.episode_id{} \
+             FROM checks GROUP BY episode_id) k ON k.episode_id = e.episode_id \
+             LEFT JOIN (SELECT episode_id, string_agg(label, ', ' ORDER BY label) AS annotations \
+             FROM annotations WHERE active GROUP BY episode_id) a ON a.episode_id = e.episode_id{} \
              ORDER BY e.model, e.harness_level, e.task, e.attempt, e.episode_id LIMIT {limit}",
             self.condition()
         )
@@ -103,6 +111,10 @@ pub fn facets_sql(per_field: usize) -> String {
                  GROUP BY {f} ORDER BY {f} NULLS LAST LIMIT {per_field})"
             )
         })
+        .chain(std::iter::once(format!(
+            "SELECT * FROM (SELECT 'annotation' AS field, label AS value, count(DISTINCT episode_id) AS episodes \
+             FROM annotations WHERE active GROUP BY label ORDER BY label LIMIT {per_field})"
+        )))
         .collect::<Vec<_>>()
         .join(" UNION ALL ")
 }
@@ -118,6 +130,7 @@ mod tests {
             label: Some(Known::NotRecorded),
             claim: Some(Known::Is(true)),
             text: Some("it's \"x\"".into()),
+            annotation: Some("env 'failure'".into()),
             ..Default::default()
         };
         let sql = q.rows_sql(10);
@@ -125,6 +138,7 @@ mod tests {
         assert!(sql.contains("e.label IS NULL"), "{sql}");
         assert!(sql.contains("e.agent_reported_complete = true"), "{sql}");
         assert!(sql.contains("search('it''s \"x\"', 100000)"), "{sql}");
+        assert!(sql.contains("annotated(e.episode_id, 'env ''failure''')"), "{sql}");
         assert_eq!(EpisodeQuery::default().count_sql(), "SELECT count(*) AS n FROM episodes e");
     }
 }

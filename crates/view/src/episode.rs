@@ -45,6 +45,26 @@ const RELATED_LIMIT: usize = 200;
 const SOURCE_DIR: &str = "artifacts/source/";
 
 /// The data of the page of episode `id`.
+/// People's label annotations of the episode in write order, each with the retraction
+/// that withdrew it (`retraction`: note, author, created), if any.
+fn annotations(snapshot: &Snapshot, id: &Hash) -> Result<Vec<Value>> {
+    let all = snapshot.annotations()?;
+    let by_id: HashMap<Hash, &epistore_store::StoredAnnotation> = all.iter().map(|a| (a.id, a)).collect();
+    Ok(all
+        .iter()
+        .filter(|a| a.annotation.episode == *id && a.annotation.kind == epistore_store::AnnotationKind::Label)
+        .map(|a| {
+            let mut value = a.to_json();
+            value["retraction"] = match a.retracted_by.and_then(|r| by_id.get(&r)) {
+                Some(r) => json!({"id": hex(&r.id), "note": r.annotation.note, "author": r.annotation.author,
+                                  "created": r.annotation.created}),
+                None => Value::Null,
+            };
+            value
+        })
+        .collect())
+}
+
 pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePolicy) -> Result<Value> {
     let record = snapshot.episode(id)?.ok_or_else(|| Error::NoEpisode(hex(id)))?;
     let traces = snapshot.episode_traces(id)?.ok_or_else(|| Error::NoEpisode(hex(id)))?;
@@ -96,6 +116,7 @@ pub fn episode_doc(snapshot: &Snapshot, id: &Hash, links: &Links, policy: FilePo
         // The run as its first screen reads it: the task as given, the agent's last word.
         "task_prompt": m.task_prompt,
         "final_message": record.outcome.final_message,
+        "annotations": annotations(snapshot, id)?,
         "outcome": outcome(&record),
         "final_revision": record.derived.final_revision,
         "revisions": revisions(&traces, record.derived.final_revision),
