@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::{
     Better, BoardFormat, BootstrapArgs, EntriesArgs, ErrorsArg, ExportArgs, ExportFormatArg, IngestArgs,
-    LeaderboardArgs, MetricsArgs, OutputFormat, SearchArgs, ServeArgs, ShowArgs, SqlArgs,
+    LeaderboardArgs, McpArgs, MetricsArgs, OutputFormat, SearchArgs, ServeArgs, ShowArgs, SqlArgs,
 };
 
 /// An error and its causes on one line, skipping causes whose text an earlier part
@@ -951,5 +951,23 @@ pub fn serve(store_dir: &Path, args: &ServeArgs) -> Result<ExitCode> {
             let _ = tokio::signal::ctrl_c().await;
         },
     ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mcp`: the Model Context Protocol server on stdin and stdout (nothing else may be
+/// printed there: it is the protocol's channel).
+pub fn mcp(store_dir: &Path, args: &McpArgs) -> Result<ExitCode> {
+    if args.max_rows == 0 || args.max_bytes < 1024 {
+        anyhow::bail!("--max-rows must be at least 1 and --max-bytes at least 1024");
+    }
+    let store = open_read(store_dir)?;
+    let limits = epistore_mcp::Limits {
+        rows: args.max_rows,
+        max_rows_cap: args.max_rows.max(epistore_mcp::Limits::default().max_rows_cap),
+        bytes: args.max_bytes,
+    };
+    let options = epistore_mcp::Options { limits, ui_url: args.ui_url.clone() };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(epistore_mcp::serve_stdio(store, options))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -184,6 +184,11 @@ enum Command {
     /// through (every check marked current or stale), the claim, posture, admission,
     /// verdict and label side by side, the patch, reports and files.
     Show(ShowArgs),
+    /// Answer a coding agent's questions about the store over the Model Context
+    /// Protocol (stdio): read-only tools to list tables, run SQL, search the runs,
+    /// summarise an episode, compute a metric with its interval and compare two
+    /// entries. Register it with your agent as docs/mcp.md shows.
+    Mcp(McpArgs),
     /// Record a person's judgement of an episode ("reward hacking", "flaky test", ...),
     /// or withdraw one with --retract.
     ///
@@ -236,6 +241,20 @@ enum Command {
 // that `conflicts_with`, `required_unless_present` and the `what` group refer to.
 
 // `epistore ingest`.
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// Rows a tool returns unless the call asks for fewer or more.
+    #[arg(long, default_value_t = 100)]
+    pub max_rows: usize,
+    /// Bytes of text in one answer.
+    #[arg(long, default_value_t = 48 << 10)]
+    pub max_bytes: usize,
+    /// Where `epistore ui` serves this store (http://127.0.0.1:8765): episode summaries
+    /// link to their pages there.
+    #[arg(long, value_name = "URL")]
+    pub ui_url: Option<String>,
+}
+
 #[derive(clap::Args)]
 pub(crate) struct IngestArgs {
     #[arg(required = true)]
@@ -641,6 +660,7 @@ where
         Command::Ls { format } => commands::ls(&cli.store, format),
         Command::Show(args) if args.format == ShowFormat::Html => publish::show_html(&cli.store, &args),
         Command::Show(args) => commands::show(&cli.store, &args),
+        Command::Mcp(args) => commands::mcp(&cli.store, &args),
         Command::Annotate(args) => annotate::annotate(&cli.store, &args),
         Command::Annotations(args) => annotate::annotations(&cli.store, &args),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),

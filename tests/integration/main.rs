@@ -16,6 +16,7 @@ mod export;
 mod import;
 mod ingest;
 mod leaderboard;
+mod mcp;
 mod memory;
 mod migrate;
 mod observer;
