@@ -217,11 +217,11 @@ impl Ui {
         }
         let engine = self.engine().await?;
         let key = format!(
-            "{metric}\u{0}{}\u{0}{}\u{0}{}",
+            "{metric}\u{0}{}\u{0}{}\u{0}{:?}",
             by.join(","),
             filter.as_deref().unwrap_or(""),
             // With the annotation count: a `where=` may select by annotations.
-            format!("{:?}", engine.generation)
+            engine.generation
         );
         if let Some(board) = self.boards.lock().await.get(&key) {
             return Ok(board.clone());
