@@ -957,14 +957,15 @@ pub fn serve(store_dir: &Path, args: &ServeArgs) -> Result<ExitCode> {
 /// `mcp`: the Model Context Protocol server on stdin and stdout (nothing else may be
 /// printed there: it is the protocol's channel).
 pub fn mcp(store_dir: &Path, args: &McpArgs) -> Result<ExitCode> {
-    if args.max_rows == 0 || args.max_bytes < 1024 {
-        anyhow::bail!("--max-rows must be at least 1 and --max-bytes at least 1024");
+    if args.max_rows == 0 || args.max_bytes < 1024 || !(args.timeout.is_finite() && args.timeout > 0.0) {
+        anyhow::bail!("--max-rows must be at least 1, --max-bytes at least 1024 and --timeout above 0 seconds");
     }
     let store = open_read(store_dir)?;
     let limits = epistore_mcp::Limits {
         rows: args.max_rows,
         max_rows_cap: args.max_rows.max(epistore_mcp::Limits::default().max_rows_cap),
         bytes: args.max_bytes,
+        query_time: std::time::Duration::from_secs_f64(args.timeout),
     };
     let options = epistore_mcp::Options { limits, ui_url: args.ui_url.clone() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -253,6 +253,9 @@ pub struct McpArgs {
     /// link to their pages there.
     #[arg(long, value_name = "URL")]
     pub ui_url: Option<String>,
+    /// Seconds one query may take, planning included.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub timeout: f64,
 }
 
 #[derive(clap::Args)]

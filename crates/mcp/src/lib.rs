@@ -48,11 +48,13 @@ pub struct Limits {
     pub max_rows_cap: usize,
     /// Bytes of text in one answer.
     pub bytes: usize,
+    /// Time one query may take, planning included (as `serve` bounds it).
+    pub query_time: std::time::Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { rows: 100, max_rows_cap: 1_000, bytes: 48 << 10 }
+        Limits { rows: 100, max_rows_cap: 1_000, bytes: 48 << 10, query_time: std::time::Duration::from_secs(60) }
     }
 }
 
@@ -178,13 +180,17 @@ impl EpistoreMcp {
     /// limit, with a note when there were more. Reads no more batches than it shows.
     async fn bounded_csv(&self, sql: &str, rows: usize) -> Result<String> {
         let engine = self.engine().await?;
-        let df = statement::plan_read_only(engine.context(), sql).await?;
+        let limit = self.options.limits.query_time;
+        let deadline = tokio::time::Instant::now() + limit;
+        let df = statement::plan_read_only_until(engine.context(), sql, deadline).await?;
         let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
         let mut stream = df.execute_stream().await.map_err(epistore_sql::Error::from)?;
         let mut batches: Vec<RecordBatch> = vec![];
         let mut held = 0;
         let mut more = false;
-        while let Some(batch) = stream.next().await {
+        let late =
+            || Error::Usage(format!("the query ran past its {} s limit: aggregate or filter more", limit.as_secs()));
+        while let Some(batch) = tokio::time::timeout_at(deadline, stream.next()).await.map_err(|_| late())? {
             let batch = batch.map_err(epistore_sql::Error::from)?;
             if held + batch.num_rows() > rows {
                 batches.push(batch.slice(0, rows - held));
