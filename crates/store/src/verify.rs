@@ -79,6 +79,50 @@ struct Rederived {
     traces_plain: Vec<u8>,
 }
 
+/// What the phases of [`Snapshot::verify_episodes`] find and hand on.
+#[derive(Default)]
+struct EpisodeScan {
+    /// Episode number -> id, from the index; each record found takes its entry out.
+    numbers: HashMap<u64, Hash>,
+    /// Own-file records whose checksum holds.
+    filed: BTreeSet<u64>,
+    /// Own-file records no episode record has claimed yet.
+    unclaimed_files: BTreeSet<u64>,
+    /// Trace records no episode record has claimed yet.
+    traced: BTreeSet<u64>,
+    /// Trace records that fail their checksum.
+    bad_trace_sums: HashSet<u64>,
+    /// The entries the cell index must hold.
+    cells_expected: HashSet<CellEntry>,
+    /// Every episode id with a record.
+    ids: HashSet<Hash>,
+    /// Episodes whose files are intact, to derive again.
+    to_rederive: Vec<(u64, EpisodeRecord)>,
+}
+
+/// One entry of the cell index: (model, level, task, id) -> number.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct CellEntry {
+    model: String,
+    level: String,
+    task: String,
+    id: Hash,
+    number: u64,
+}
+
+impl CellEntry {
+    fn of(record: &EpisodeRecord, number: u64) -> CellEntry {
+        let m = &record.manifest;
+        CellEntry {
+            model: m.model.clone(),
+            level: m.harness_level.clone(),
+            task: m.task.clone(),
+            id: record.id,
+            number,
+        }
+    }
+}
+
 impl Snapshot {
     /// An index's entries keyed by number; numbers that two entries share are problems.
     fn by_number(
@@ -241,8 +285,11 @@ impl Snapshot {
         Ok(logged)
     }
 
-    /// Episodes: index, record, traces, checksums and cell entries agree, and the
-    /// record and traces are what the episode's files derive.
+    /// Every episode: its record against its checksum and id, its files against the
+    /// blob index and its own file record, its trace record, its cell entry and its
+    /// ingest batch; and every episode whose files are intact derived again, so that its
+    /// record and traces are what the episode's files derive. One method per phase over
+    /// a shared [`EpisodeScan`].
     fn verify_episodes(
         &self,
         report: &mut VerifyReport,
@@ -251,63 +298,92 @@ impl Snapshot {
         logged: &HashMap<Hash, u64>,
     ) -> Result<()> {
         let sums = self.sums()?;
-        // Own-file records whose checksum holds; their contents are checked (hashed
-        // file by file) when the episode is derived again.
-        let mut filed = BTreeSet::new();
+        let mut scan = EpisodeScan {
+            numbers: self.by_number(EPISODE_INDEX, "episodes", &mut report.problems)?,
+            ..EpisodeScan::default()
+        };
+        self.scan_file_records(&sums, &mut scan, report)?;
+        self.scan_trace_records(&sums, &mut scan, report)?;
+        self.scan_episode_records(&sums, decoder, blob_ids, &mut scan, report)?;
+        self.rederive_all(decoder, logged, &mut scan, report)?;
+        self.scan_cells(&mut scan, report)?;
+        for id in &scan.ids {
+            if !logged.contains_key(id) {
+                report.problems.push(format!("episode {} is in no ingest batch", hex(id)));
+            }
+        }
+        for id in logged.keys().filter(|id| !scan.ids.contains(*id)) {
+            report.problems.push(format!("an ingest batch names missing episode {}", hex(id)));
+        }
+        Ok(())
+    }
+
+    /// Own-file records whose checksum holds (their contents are checked, file by
+    /// file, when the episode is derived again).
+    fn scan_file_records(&self, sums: &Sums, scan: &mut EpisodeScan, report: &mut VerifyReport) -> Result<()> {
         for entry in table!(self.txn, FILE_DATA).iter().map_err(Error::redb)? {
             let (number, value) = entry.map_err(Error::redb)?;
             let number = number.value();
-            match sum_problem(&sums, SUM_FILES, number, value.value(), || format!("file record {number}")) {
+            match sum_problem(sums, SUM_FILES, number, value.value(), || format!("file record {number}")) {
                 Some(p) => report.problems.push(p),
                 None => {
-                    filed.insert(number);
+                    scan.filed.insert(number);
                 }
             }
         }
-        let mut unclaimed_files: BTreeSet<u64> = filed.clone();
-        let mut numbers = self.by_number(EPISODE_INDEX, "episodes", &mut report.problems)?;
-        let indexed = table!(self.txn, EPISODE_INDEX).len().map_err(Error::redb)?;
-        let mut traced = BTreeSet::new();
-        let mut bad_trace_sums = HashSet::new();
+        scan.unclaimed_files = scan.filed.clone();
+        Ok(())
+    }
+
+    /// Trace records: each against its checksum, and naming the episode the index puts
+    /// at its number.
+    fn scan_trace_records(&self, sums: &Sums, scan: &mut EpisodeScan, report: &mut VerifyReport) -> Result<()> {
         for entry in table!(self.txn, TRACE_DATA).iter().map_err(Error::redb)? {
             let (number, value) = entry.map_err(Error::redb)?;
             let number = number.value();
-            traced.insert(number);
-            if let Some(p) = sum_problem(&sums, SUM_TRACES, number, value.value(), || format!("trace record {number}"))
-            {
+            scan.traced.insert(number);
+            if let Some(p) = sum_problem(sums, SUM_TRACES, number, value.value(), || format!("trace record {number}")) {
                 report.problems.push(p);
-                bad_trace_sums.insert(number);
+                scan.bad_trace_sums.insert(number);
             }
             match split_trace_value(value.value()) {
                 Err(e) => report.problems.push(format!("trace record {number}: {e}")),
-                Ok((id, _)) if numbers.get(&number) != Some(&id) => report.problems.push(format!(
+                Ok((id, _)) if scan.numbers.get(&number) != Some(&id) => report.problems.push(format!(
                     "trace record {number} names episode {}, which the index does not put there",
                     hex(&id)
                 )),
                 Ok(_) => {}
             }
         }
+        Ok(())
+    }
 
-        // (model, level, task, id, number) the cell index must hold.
-        let mut cells_expected = HashSet::new();
-        let mut ids = HashSet::new();
-        let mut to_rederive: Vec<(u64, EpisodeRecord)> = Vec::new();
+    /// Episode records: each in the index, with a trace record, decoding, naming its
+    /// id, its listing hashing to it and its files stored; then what no record claims.
+    fn scan_episode_records(
+        &self,
+        sums: &Sums,
+        decoder: &Decoder,
+        blob_ids: &HashSet<Hash>,
+        scan: &mut EpisodeScan,
+        report: &mut VerifyReport,
+    ) -> Result<()> {
+        let indexed = table!(self.txn, EPISODE_INDEX).len().map_err(Error::redb)?;
         for entry in table!(self.txn, EPISODE_DATA).iter().map_err(Error::redb)? {
             let (number, value) = entry.map_err(Error::redb)?;
             let number = number.value();
             report.episodes += 1;
-            let Some(key) = numbers.remove(&number) else {
+            let Some(key) = scan.numbers.remove(&number) else {
                 report.problems.push(format!("episode record {number} is in no index entry"));
                 continue;
             };
-            ids.insert(key);
-            unclaimed_files.remove(&number);
+            scan.ids.insert(key);
+            scan.unclaimed_files.remove(&number);
             let name = hex(&key);
-            if !traced.remove(&number) {
+            if !scan.traced.remove(&number) {
                 report.problems.push(format!("episode {name}: no trace record"));
             }
-            let record_sum =
-                sum_problem(&sums, SUM_RECORD, number, value.value(), || format!("episode {name}: record"));
+            let record_sum = sum_problem(sums, SUM_RECORD, number, value.value(), || format!("episode {name}: record"));
             let record = match decoder.record(value.value()) {
                 Ok(r) => r,
                 Err(e) => {
@@ -331,7 +407,7 @@ impl Snapshot {
                     files_intact = false;
                 }
             }
-            if !filed.contains(&number) {
+            if !scan.filed.contains(&number) {
                 report.problems.push(format!("episode {name}: no intact file record"));
                 files_intact = false;
             }
@@ -341,10 +417,9 @@ impl Snapshot {
                     report.repairable.push(key);
                 }
             }
-            let m = &record.manifest;
-            cells_expected.insert((m.model.clone(), m.harness_level.clone(), m.task.clone(), key, number));
+            scan.cells_expected.insert(CellEntry::of(&record, number));
             if files_intact {
-                to_rederive.push((number, record));
+                scan.to_rederive.push((number, record));
             }
         }
         if indexed != report.episodes {
@@ -352,18 +427,29 @@ impl Snapshot {
                 .problems
                 .push(format!("the episode index counts {indexed} episodes; {} records are stored", report.episodes));
         }
-        for (number, key) in numbers {
+        for (number, key) in std::mem::take(&mut scan.numbers) {
             report.problems.push(format!("episode {} points at number {number}, which holds no record", hex(&key)));
         }
-        for number in traced {
+        for number in std::mem::take(&mut scan.traced) {
             report.problems.push(format!("trace record {number} belongs to no episode record"));
         }
-        for number in unclaimed_files {
+        for number in std::mem::take(&mut scan.unclaimed_files) {
             report.problems.push(format!("file record {number} belongs to no episode record"));
         }
+        Ok(())
+    }
 
-        // Derive again, and put the cell entries this build derives in place of the
-        // stored ones (a damaged manifest field must show as a wrong cell entry too).
+    /// Derives every episode with intact files again, and puts the cell entries this
+    /// build derives in place of the stored ones (a damaged manifest field must show as
+    /// a wrong cell entry too).
+    fn rederive_all(
+        &self,
+        decoder: &Decoder,
+        logged: &HashMap<Hash, u64>,
+        scan: &mut EpisodeScan,
+        report: &mut VerifyReport,
+    ) -> Result<()> {
+        let to_rederive = std::mem::take(&mut scan.to_rederive);
         for chunk in to_rederive.chunks(REDERIVE_CHUNK) {
             for (number, stored, fresh) in self.rederive_chunk(chunk, logged)? {
                 let name = hex(&stored.id);
@@ -381,52 +467,43 @@ impl Snapshot {
                 };
                 report.rederived += 1;
                 let damaged = self.compare_stored(decoder, number, &stored, &fresh)?;
-                let (m, fm) = (&stored.manifest, &fresh.record.manifest);
-                if (&m.model, &m.harness_level, &m.task) != (&fm.model, &fm.harness_level, &fm.task) {
-                    cells_expected.remove(&(
-                        m.model.clone(),
-                        m.harness_level.clone(),
-                        m.task.clone(),
-                        stored.id,
-                        number,
-                    ));
-                    cells_expected.insert((
-                        fm.model.clone(),
-                        fm.harness_level.clone(),
-                        fm.task.clone(),
-                        stored.id,
-                        number,
-                    ));
+                let (old, new) = (CellEntry::of(&stored, number), CellEntry::of(&fresh.record, number));
+                if old != new {
+                    scan.cells_expected.remove(&old);
+                    scan.cells_expected.insert(new);
                 }
                 damaged.iter().for_each(|p| report.problems.push(format!("episode {name}: {p}")));
-                if !damaged.is_empty() || bad_trace_sums.contains(&number) {
+                if !damaged.is_empty() || scan.bad_trace_sums.contains(&number) {
                     report.repairable.push(stored.id);
                 }
             }
         }
+        Ok(())
+    }
 
+    /// The cell index holds exactly the entries the episodes derive.
+    fn scan_cells(&self, scan: &mut EpisodeScan, report: &mut VerifyReport) -> Result<()> {
         for entry in table!(self.txn, CELLS).iter().map_err(Error::redb)? {
             let (key, value) = entry.map_err(Error::redb)?;
             let (m, l, t, id) = key.value();
             report.cells += 1;
-            if !cells_expected.remove(&(m.to_string(), l.to_string(), t.to_string(), id, value.value())) {
+            let found = CellEntry { model: m.into(), level: l.into(), task: t.into(), id, number: value.value() };
+            if !scan.cells_expected.remove(&found) {
                 report.problems.push(format!("cell index entry ({m}, {l}, {t}, {}) names no such episode", hex(&id)));
-                if ids.contains(&id) {
+                if scan.ids.contains(&id) {
                     report.repairable.push(id);
                 }
             }
         }
-        for (m, l, t, id, _) in cells_expected {
-            report.problems.push(format!("episode {} is missing from the cell index ({m}, {l}, {t})", hex(&id)));
-            report.repairable.push(id);
-        }
-        for id in &ids {
-            if !logged.contains_key(id) {
-                report.problems.push(format!("episode {} is in no ingest batch", hex(id)));
-            }
-        }
-        for id in logged.keys().filter(|id| !ids.contains(*id)) {
-            report.problems.push(format!("an ingest batch names missing episode {}", hex(id)));
+        for c in std::mem::take(&mut scan.cells_expected) {
+            report.problems.push(format!(
+                "episode {} is missing from the cell index ({}, {}, {})",
+                hex(&c.id),
+                c.model,
+                c.level,
+                c.task
+            ));
+            report.repairable.push(c.id);
         }
         Ok(())
     }
