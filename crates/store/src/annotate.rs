@@ -352,10 +352,9 @@ pub struct Generation {
 impl Snapshot {
     /// See [`Generation`].
     pub fn generation(&self) -> Result<Generation> {
-        let annotations = guarded(|| match self.txn.open_table(ANNOTATION_DATA) {
-            Ok(t) => t.len().map_err(Error::redb),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
-            Err(e) => Err(Error::redb(e)),
+        let annotations = guarded(|| match self.optional_table(ANNOTATION_DATA)? {
+            Some(t) => t.len().map_err(Error::redb),
+            None => Ok(0),
         })?;
         Ok(Generation { ingest_seq: self.ingest_seq()?, annotations })
     }
@@ -364,11 +363,7 @@ impl Snapshot {
     /// before annotations existed has none.
     pub fn annotations(&self) -> Result<Vec<StoredAnnotation>> {
         guarded(|| {
-            let data = match self.txn.open_table(ANNOTATION_DATA) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(Error::redb(e)),
-            };
+            let Some(data) = self.optional_table(ANNOTATION_DATA)? else { return Ok(Vec::new()) };
             let sums = self.sums()?;
             let mut out = Vec::with_capacity(data.len().map_err(Error::redb)? as usize);
             for entry in data.iter().map_err(Error::redb)? {
@@ -396,11 +391,7 @@ impl Snapshot {
     /// One annotation by id (without `retracted_by`: [`Snapshot::annotations`] has it).
     pub fn annotation(&self, id: &Hash) -> Result<Option<StoredAnnotation>> {
         guarded(|| {
-            let index = match self.txn.open_table(ANNOTATION_INDEX) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-                Err(e) => return Err(Error::redb(e)),
-            };
+            let Some(index) = self.optional_table(ANNOTATION_INDEX)? else { return Ok(None) };
             let Some(number) = index.get(*id).map_err(Error::redb)?.map(|v| v.value()) else { return Ok(None) };
             let data = table!(self.txn, ANNOTATION_DATA);
             let Some(value) = data.get(number).map_err(Error::redb)? else {
@@ -416,10 +407,8 @@ impl Snapshot {
     /// An annotation id from a full id or a unique prefix of at least 4 hex digits.
     pub fn resolve_annotation(&self, text: &str) -> Result<Hash> {
         guarded(|| {
-            let index = match self.txn.open_table(ANNOTATION_INDEX) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Err(Error::NoAnnotation(text.trim().into())),
-                Err(e) => return Err(Error::redb(e)),
+            let Some(index) = self.optional_table(ANNOTATION_INDEX)? else {
+                return Err(Error::NoAnnotation(text.trim().into()));
             };
             crate::read::resolve_prefix(&index, text, Error::NoAnnotation)
         })
@@ -428,11 +417,7 @@ impl Snapshot {
 
 /// The annotations problems `verify` reports (§3.11), and how many it read.
 pub(crate) fn verify_annotations(snapshot: &Snapshot, problems: &mut Vec<String>) -> Result<u64> {
-    let data = match snapshot.txn.open_table(ANNOTATION_DATA) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
-        Err(e) => return Err(Error::redb(e)),
-    };
+    let Some(data) = snapshot.optional_table(ANNOTATION_DATA)? else { return Ok(0) };
     let index = table!(snapshot.txn, ANNOTATION_INDEX);
     let episodes = table!(snapshot.txn, EPISODE_INDEX);
     let sums = snapshot.sums()?;

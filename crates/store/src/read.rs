@@ -176,14 +176,24 @@ impl Snapshot {
         }
     }
 
+    /// A table added to the format after stores of it existed (`superseded`,
+    /// `checksums`, `dictionary_copies`, the annotation tables): `None` in a store
+    /// written before it, which holds none of what it would.
+    pub(crate) fn optional_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        definition: redb::TableDefinition<K, V>,
+    ) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
+        match self.txn.open_table(definition) {
+            Ok(t) => Ok(Some(t)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(Error::redb(e)),
+        }
+    }
+
     /// The second copy of dictionary `number`, when there is one and it passes the
     /// dictionary's checksum.
     pub(crate) fn dictionary_copy(&self, sums: &Sums, number: u32) -> Result<Option<Vec<u8>>> {
-        let copies = match self.txn.open_table(DICTIONARY_COPIES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(Error::redb(e)),
-        };
+        let Some(copies) = self.optional_table(DICTIONARY_COPIES)? else { return Ok(None) };
         let Some(copy) = copies.get(number).map_err(Error::redb)? else { return Ok(None) };
         let intact = sums.check(SUM_DICTIONARY, u64::from(number), copy.value(), String::new).is_ok();
         Ok(intact.then(|| copy.value().to_vec()))
@@ -198,11 +208,7 @@ impl Snapshot {
 
     /// The checksum table, opened once for a scan (`None` in a store without it).
     pub(crate) fn sums(&self) -> Result<Sums> {
-        match self.txn.open_table(CHECKSUMS) {
-            Ok(t) => Ok(Sums(Some(t))),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Sums(None)),
-            Err(e) => Err(Error::redb(e)),
-        }
+        Ok(Sums(self.optional_table(CHECKSUMS)?))
     }
 
     /// (superseded, superseding) episode ids: episodes a later import of a grown log
@@ -210,11 +216,7 @@ impl Snapshot {
     /// before the table existed holds none.
     pub fn superseded(&self) -> Result<Vec<(Hash, Hash)>> {
         guarded(|| {
-            let table = match self.txn.open_table(SUPERSEDED) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(Error::redb(e)),
-            };
+            let Some(table) = self.optional_table(SUPERSEDED)? else { return Ok(Vec::new()) };
             let mut out = Vec::new();
             for entry in table.iter().map_err(Error::redb)? {
                 let (old, new) = entry.map_err(Error::redb)?;
