@@ -29,7 +29,6 @@ pub(crate) fn schema() -> Arc<Schema> {
         text("model"),
         text("harness_level"),
         text("task"),
-        text("cluster"),
         Field::new("kind", DataType::Utf8, false),
         Field::new("label", DataType::Utf8, false),
         text("note"),
@@ -44,18 +43,11 @@ pub(crate) fn schema() -> Arc<Schema> {
 /// The annotations of `snapshot` as the table's one batch, and the active labels.
 pub(crate) fn read(snapshot: &Snapshot) -> Result<(RecordBatch, ActiveLabels)> {
     let all = snapshot.annotations()?;
-    // Cell keys of each episode judged, looked up once per episode.
-    let mut cells: HashMap<[u8; 32], Option<[String; 4]>> = HashMap::new();
-    for a in &all {
-        if let std::collections::hash_map::Entry::Vacant(slot) = cells.entry(a.annotation.episode) {
-            let record = snapshot.episode(&a.annotation.episode)?;
-            slot.insert(record.map(|r| {
-                let m = r.manifest;
-                [m.model, m.harness_level, m.task, m.cluster]
-            }));
-        }
-    }
-    let cell = |a: &StoredAnnotation, i: usize| cells[&a.annotation.episode].as_ref().map(|c| c[i].clone());
+    // Cell keys of the episodes judged, from one scan of the cell index (decoding each
+    // judged episode's record cost 0.15 ms apiece in a debug build).
+    let judged: std::collections::HashSet<[u8; 32]> = all.iter().map(|a| a.annotation.episode).collect();
+    let cells = snapshot.cells_of(&judged)?;
+    let cell = |a: &StoredAnnotation, i: usize| cells.get(&a.annotation.episode).map(|(m, l, t)| [m, l, t][i].clone());
     let created = |a: &StoredAnnotation| {
         chrono::DateTime::parse_from_rfc3339(&a.annotation.created).ok().map(|t| t.timestamp_micros())
     };
@@ -65,7 +57,6 @@ pub(crate) fn read(snapshot: &Snapshot) -> Result<(RecordBatch, ActiveLabels)> {
         Arc::new(all.iter().map(|a| cell(a, 0)).collect::<StringArray>()),
         Arc::new(all.iter().map(|a| cell(a, 1)).collect::<StringArray>()),
         Arc::new(all.iter().map(|a| cell(a, 2)).collect::<StringArray>()),
-        Arc::new(all.iter().map(|a| cell(a, 3)).collect::<StringArray>()),
         Arc::new(all.iter().map(|a| Some(a.annotation.kind.name())).collect::<StringArray>()),
         Arc::new(all.iter().map(|a| Some(a.annotation.label.as_str())).collect::<StringArray>()),
         Arc::new(all.iter().map(|a| a.annotation.note.as_deref()).collect::<StringArray>()),

@@ -551,6 +551,28 @@ impl Snapshot {
         })
     }
 
+    /// The cell (model, harness level, task) of each of `ids` that is stored, from one
+    /// scan of the cell index: no episode record is decoded.
+    pub fn cells_of(
+        &self,
+        ids: &std::collections::HashSet<Hash>,
+    ) -> Result<std::collections::HashMap<Hash, (String, String, String)>> {
+        guarded(|| {
+            let mut out = std::collections::HashMap::with_capacity(ids.len());
+            if ids.is_empty() {
+                return Ok(out);
+            }
+            for entry in table!(self.txn, CELLS).iter().map_err(Error::redb)? {
+                let (key, _) = entry.map_err(Error::redb)?;
+                let (m, l, t, id) = key.value();
+                if ids.contains(&id) {
+                    out.insert(id, (m.to_string(), l.to_string(), t.to_string()));
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// One entry of the ingest log. Sequence numbers run from 1 to [`Snapshot::ingest_seq`]
     /// without gaps (each commit takes the next), so a reader that needs only some
     /// entries can look them up instead of decoding the whole log.
