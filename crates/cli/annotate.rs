@@ -147,7 +147,7 @@ pub fn annotations(store_dir: &Path, args: &AnnotationsArgs) -> Result<ExitCode>
             let episode = hex(&r.episode);
             // Ids are long: a table shows the 12 digits that `annotate --retract` and
             // `show` take; csv and json keep them whole.
-            let short = |s: String| if format_is_table(args.format) { s[..12].to_string() } else { s };
+            let short = |s: String| if matches!(args.format, OutputFormat::Table) { s[..12].to_string() } else { s };
             vec![
                 json!(short(id)),
                 json!(short(episode)),
@@ -162,10 +162,6 @@ pub fn annotations(store_dir: &Path, args: &AnnotationsArgs) -> Result<ExitCode>
         .collect();
     print_rows(&headers, &rows, args.format);
     Ok(ExitCode::SUCCESS)
-}
-
-fn format_is_table(format: OutputFormat) -> bool {
-    matches!(format, OutputFormat::Table)
 }
 
 /// Writes the selected annotations and their episodes' packages into a new directory,
@@ -210,10 +206,5 @@ fn export(snapshot: &Snapshot, chosen: &[StoredAnnotation], dir: &Path) -> Resul
 /// The label annotations of one episode for `show`: each stored record with its id and
 /// the retraction that withdraws it (null while active).
 pub(crate) fn of_episode(snapshot: &Snapshot, episode: &[u8; 32]) -> Result<Vec<Value>> {
-    Ok(snapshot
-        .annotations()?
-        .iter()
-        .filter(|a| a.annotation.episode == *episode && a.annotation.kind == AnnotationKind::Label)
-        .map(StoredAnnotation::to_json)
-        .collect())
+    Ok(snapshot.labels_of(episode)?.iter().map(|(label, _)| label.to_json()).collect())
 }

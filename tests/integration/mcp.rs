@@ -115,7 +115,9 @@ fn an_agent_lists_tools_queries_and_is_refused_writes_and_floods() {
         // Search, and a filter that does not parse.
         let (error, hits) = call(&client, "search", json!({"query": "pytest", "limit": 3})).await;
         assert!(!error, "{hits}");
-        assert!(hits.starts_with("episode_id,") || hits.lines().next().unwrap().contains("episode_id"), "{hits}");
+        let cli = store.run(&["search", "pytest", "--limit", "3", "--format", "csv"]);
+        assert!(hits.lines().count() == 4, "a header and 3 hits: {hits}");
+        assert_eq!(hits.trim_end(), text(&cli.stdout).trim_end());
         let (error, bad) = call(&client, "search", json!({"query": "x", "where": "model = "})).await;
         assert!(error && bad.contains("does not parse"), "{bad}");
         client.cancel().await.unwrap();

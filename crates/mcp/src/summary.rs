@@ -105,9 +105,8 @@ pub(crate) async fn episode(store: &Store, engine: &Engine, id: &str, ui_url: Op
     }
     out.push_str(&format!("task as given: {}\n", m.task_prompt.as_deref().map_or("not recorded".into(), shorten)));
     out.push_str(&format!("last message: {}\n", o.final_message.as_deref().map_or("not recorded".into(), shorten)));
-    let annotations: Vec<_> = snapshot.annotations()?.into_iter().filter(|a| a.annotation.episode == id).collect();
-    for a in annotations.iter().filter(|a| a.annotation.kind == epistore_store::AnnotationKind::Label) {
-        let state = if a.retracted_by.is_some() { " (withdrawn)" } else { "" };
+    for (a, retraction) in snapshot.labels_of(&id)? {
+        let state = if retraction.is_some() { " (withdrawn)" } else { "" };
         out.push_str(&format!(
             "annotation: \"{}\"{state} by {}{}\n",
             a.annotation.label,

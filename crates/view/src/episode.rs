@@ -48,14 +48,12 @@ const SOURCE_DIR: &str = "artifacts/source/";
 /// People's label annotations of the episode in write order, each with the retraction
 /// that withdrew it (`retraction`: note, author, created), if any.
 fn annotations(snapshot: &Snapshot, id: &Hash) -> Result<Vec<Value>> {
-    let all = snapshot.annotations()?;
-    let by_id: HashMap<Hash, &epistore_store::StoredAnnotation> = all.iter().map(|a| (a.id, a)).collect();
-    Ok(all
-        .iter()
-        .filter(|a| a.annotation.episode == *id && a.annotation.kind == epistore_store::AnnotationKind::Label)
-        .map(|a| {
-            let mut value = a.to_json();
-            value["retraction"] = match a.retracted_by.and_then(|r| by_id.get(&r)) {
+    Ok(snapshot
+        .labels_of(id)?
+        .into_iter()
+        .map(|(label, retraction)| {
+            let mut value = label.to_json();
+            value["retraction"] = match retraction {
                 Some(r) => json!({"id": hex(&r.id), "note": r.annotation.note, "author": r.annotation.author,
                                   "created": r.annotation.created}),
                 None => Value::Null,
