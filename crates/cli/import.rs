@@ -9,7 +9,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use epistore_import::{plan, read_unit, Context, Format, Options, Part, Prior, Refusal, Run, Unit};
+use epistore_import::otel::Agent;
+use epistore_import::{plan, read_unit, Companion, Context, Format, Options, Part, Prior, Refusal, Run, Unit};
 use epistore_package::{hex, Hash};
 use epistore_store::{FileEntry, IngestOptions, PackageOutcome, Snapshot, Store};
 use serde_json::{json, Value};
@@ -335,6 +336,34 @@ impl Prior for StoredImports {
             return None;
         }
         source_keys.iter().find_map(|k| self.keys.get(k)).map(|(id, _)| hex(id))
+    }
+
+    fn companion(&self, format: Format, episode: &str) -> Option<Companion> {
+        let (agent, telemetry) = Agent::of(format)?;
+        // Telemetry pairs with the session file's episode (plain or merged); a session
+        // file with the newest episode holding the telemetry (collected or merged).
+        let formats = if telemetry { vec![agent.transcript()] } else { vec![agent.format(), agent.transcript()] };
+        let mut found: Vec<(u64, Hash, Format)> = formats
+            .into_iter()
+            .filter_map(|f| self.latest.get(&(f.name().to_string(), episode.to_string())).map(|(s, id)| (*s, *id, f)))
+            .collect();
+        found.sort_by_key(|(seq, _, _)| std::cmp::Reverse(*seq));
+        let snapshot = self.snapshot.lock().ok()?;
+        found.into_iter().find_map(|(_, id, format)| {
+            let record = snapshot.episode(&id).ok()??;
+            let files = record.manifest.provenance()?.get("source_files")?.as_array()?.clone();
+            let mut sources = Vec::new();
+            for f in &files {
+                let name = f.get("name").and_then(Value::as_str)?;
+                let hash = f.get("blake3").and_then(Value::as_str).unwrap_or("");
+                let path = epistore_import::source_artifact(name);
+                let entry = record.files.iter().find(|e| e.path == path)?;
+                sources.push((name.to_string(), hash.to_string(), snapshot.file(&record, entry).ok()?));
+            }
+            // A session file's episode without telemetry has nothing to give a session file.
+            let useful = telemetry || format == agent.format() || sources.len() > 1;
+            useful.then(|| Companion { episode_id: hex(&id), format, sources })
+        })
     }
 }
 

@@ -43,13 +43,14 @@ mod inspect;
 mod mini_swe_agent;
 mod opencode;
 mod openhands;
+pub mod otel;
 mod pi;
 mod swe_agent;
 mod swe_bench;
 mod terminal_bench;
 mod trajectories;
 
-pub use recorder::{Call, EditKind, Grade, Part, Recorder, Verdict, IMPORTER};
+pub use recorder::{source_artifact, Call, EditKind, Grade, Part, Recorder, Verdict, IMPORTER};
 pub use registry::{
     classify, classify_bytes, detect, detect_bytes, Confidence, Detection, Format, Importer, Sniff, IMPORTERS,
     SNIFF_BYTES,
@@ -124,11 +125,18 @@ pub struct Input {
     /// copy) takes exactly that many bytes, so a log an agent is still appending to is
     /// imported as one consistent snapshot, its copy hashing to the recorded blake3.
     snapshot: OnceLock<u64>,
+    /// The file's bytes, when it is not read from disk (a stored copy read again).
+    memory: Option<Arc<[u8]>>,
 }
 
 impl Input {
     pub fn new(path: PathBuf, format: Format) -> Input {
-        Input { path, format, hash: OnceLock::new(), snapshot: OnceLock::new() }
+        Input { path, format, hash: OnceLock::new(), snapshot: OnceLock::new(), memory: None }
+    }
+
+    /// A file given by its bytes (a source copy the store keeps), named `path`.
+    pub fn in_memory(path: PathBuf, format: Format, bytes: Vec<u8>) -> Input {
+        Input { memory: Some(bytes.into()), ..Input::new(path, format) }
     }
 
     /// The path as shown to the user.
@@ -163,9 +171,12 @@ impl Input {
     }
 
     /// The file, cut at its snapshot once there is one.
-    fn open(&self) -> Result<std::io::Take<std::fs::File>, Refusal> {
+    fn open(&self) -> Result<Box<dyn Read + '_>, Refusal> {
+        if let Some(bytes) = &self.memory {
+            return Ok(Box::new(&bytes[..]));
+        }
         let file = std::fs::File::open(&self.path).map_err(|e| self.io(e))?;
-        Ok(file.take(self.snapshot.get().copied().unwrap_or(u64::MAX)))
+        Ok(Box::new(file.take(self.snapshot.get().copied().unwrap_or(u64::MAX))))
     }
 
     /// The file as UTF-8 text.
@@ -473,6 +484,23 @@ pub trait Prior: Sync {
     /// store that keeps it as records (an OpenCode session), whose source part changes
     /// as it grows, replaces it.
     fn latest(&self, format: Format, episode: &str) -> Option<String>;
+    /// The stored episode of the same session from the agent's other source (section
+    /// 9.18, "a session seen both ways"): for telemetry (`format` `claude-code-otel`),
+    /// the latest episode read from the session's file; for a session file, the latest
+    /// episode that holds the session's telemetry (a telemetry episode, or a merged one).
+    fn companion(&self, _format: Format, _episode: &str) -> Option<Companion> {
+        None
+    }
+}
+
+/// A stored episode of the same session from another source, with its source copies.
+#[derive(Debug, Clone)]
+pub struct Companion {
+    pub episode_id: String,
+    /// Its `provenance.source_format`.
+    pub format: Format,
+    /// Its source files in provenance order: (name, blake3, bytes).
+    pub sources: Vec<(String, String, Vec<u8>)>,
 }
 
 /// What [`read_unit`] needs beside the unit.
@@ -504,13 +532,25 @@ pub fn read_unit(unit: &Unit, ctx: &Context) -> Vec<Result<Run, Refusal>> {
 }
 
 fn finish(mut recorder: Recorder, unit: &Unit, ctx: &Context) -> Result<Run, Refusal> {
+    // The run's own source parts: a merge below adds the companion's, already stored.
     let source_keys = recorder.source_keys();
     if let Some(prior) = ctx.prior {
         let grown = match &unit.part {
             Part::Whole => prior.grown_from(unit.format, recorder.episode(), &unit.files[0].path),
             _ => None,
         };
-        if let Some(old) = grown.or_else(|| prior.replaced(&source_keys)) {
+        let mut supersedes = grown.or_else(|| prior.replaced(&source_keys));
+        if let Some((agent, telemetry)) = otel::Agent::of(unit.format) {
+            let (merged, companion) = otel::merge::with_companion(recorder, agent, telemetry, unit, ctx, prior)?;
+            recorder = merged;
+            // Telemetry merged into a stored session file supersedes that episode; a
+            // session file supersedes its own earlier import first.
+            supersedes = match telemetry {
+                true => companion.or(supersedes),
+                false => supersedes.or(companion),
+            };
+        }
+        if let Some(old) = supersedes {
             recorder.supersedes(old);
         }
     }

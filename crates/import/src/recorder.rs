@@ -291,6 +291,12 @@ struct Effect<'p> {
     ok: bool,
 }
 
+/// Where a package keeps its copy of the source file `name` (`artifacts/source/...`):
+/// a secret in a file name never becomes a package path.
+pub fn source_artifact(name: &str) -> String {
+    format!("artifacts/source/{}", safe_name(&secrets::redact_str(name).0))
+}
+
 /// Which part of a source file a run came from (provenance `part`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
@@ -576,7 +582,7 @@ impl Recorder {
     ) -> Result<(), Refusal> {
         // A secret in a file name never becomes a package path (the name itself is in
         // the provenance, which the secret scan covers).
-        let path = format!("artifacts/source/{}", safe_name(&secrets::redact_str(artifact).0));
+        let path = source_artifact(artifact);
         if bytes.len() as u64 > self.max_file_bytes {
             // Past the limit of a package file, a copy would make the package one that
             // `ingest` (and an `export-package` round trip) refuses: the provenance keeps
@@ -611,6 +617,37 @@ impl Recorder {
                 Part::Line(n) => format!("{}#{n}", s.blake3),
             })
             .collect()
+    }
+    /// Facts another source gives about a call this log shows (a session's telemetry:
+    /// its duration, the person's decision), put on the call's tools record as
+    /// `telemetry` (kept in the record's extra), with its `duration_ms` when the log
+    /// gives none. The call is found by its id (`matches`) on its `messages` record;
+    /// false when no call has such an id.
+    pub fn call_facts(&mut self, matches: impl Fn(&str) -> bool, facts: Map<String, Value>) -> bool {
+        let Some(messages) = self.builder.records(TraceKind::Messages) else { return false };
+        let Some(tool_seq) = messages
+            .iter()
+            .filter(|m| m.get("tool_call_id").and_then(Value::as_str).is_some_and(&matches))
+            .find_map(|m| m.get("tool_seq").and_then(Value::as_u64))
+        else {
+            return false;
+        };
+        let has_duration = self
+            .builder
+            .records(TraceKind::Tools)
+            .into_iter()
+            .flatten()
+            .any(|r| r.get("seq").and_then(Value::as_u64) == Some(tool_seq) && r.contains_key("duration_ms"));
+        if let (false, Some(d)) =
+            (has_duration, facts.get("duration_ms").filter(|d| d.as_f64().is_some_and(|d| d >= 0.0)))
+        {
+            self.builder.set_field(TraceKind::Tools, tool_seq, "duration_ms", d.clone());
+        }
+        self.builder.set_field(TraceKind::Tools, tool_seq, "telemetry", Value::Object(facts))
+    }
+    /// The log gave a cost in money ([`Recorder::usd`]).
+    pub fn usd_known(&self) -> bool {
+        self.usd.is_some()
     }
     pub fn supersedes(&mut self, episode_id: impl Into<String>) {
         self.supersedes = Some(episode_id.into());
@@ -735,6 +772,13 @@ impl Recorder {
     pub fn log_cut_mid_turn(&mut self) {
         self.claim_unknown = true;
         self.note("the log ends inside a turn the agent had not ended: its completion claim is unknown");
+    }
+
+    /// The source cannot show whether the agent claimed completion (telemetry sends no
+    /// end of turn): the claim is left out of the outcome, unknown, with `why` as a note.
+    pub fn claim_not_observed(&mut self, why: &str) {
+        self.claim_unknown = true;
+        self.note(why);
     }
 
     /// `budget_exhausted`, `infra_error`, ... when the log says why the run stopped.

@@ -122,6 +122,9 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &crate::goose::Goose,
     &crate::terminal_bench::TerminalBench,
     &crate::trajectories::Trajectories,
+    &crate::otel::CLAUDE_CODE,
+    &crate::otel::CODEX,
+    &crate::otel::GEMINI_CLI,
 ];
 
 /// How many bytes of a file detection looks at.

@@ -17,7 +17,10 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The source each fixture folder holds, and the files in them that are no log.
-const FOLDERS: [(&str, &str); 27] = [
+const FOLDERS: [(&str, &str); 30] = [
+    ("tests/fixtures/constructed/otlp/claude-code", "claude-code-otel"),
+    ("tests/fixtures/constructed/otlp/codex", "codex-otel"),
+    ("tests/fixtures/constructed/otlp/gemini-cli", "gemini-cli-otel"),
     ("tests/fixtures/real/trajectories", "trajectories"),
     ("tests/fixtures/constructed/opencode", "opencode"),
     ("tests/fixtures/real/cline", "cline"),

@@ -134,7 +134,7 @@ fn patch_in_script(script: &str) -> Option<String> {
 }
 
 /// The files a patch names, and what it does to them.
-pub(super) fn patch_files(patch: &str) -> (EditKind, Vec<String>) {
+pub(crate) fn patch_files(patch: &str) -> (EditKind, Vec<String>) {
     let mut changes = Vec::new();
     for line in patch.lines() {
         let line = line.trim_end();
@@ -318,7 +318,7 @@ pub(super) fn timed_out(text: &str) -> bool {
 }
 
 /// The success of an `apply_patch` the log reports only in words.
-pub(super) fn patch_ok_from_text(text: &str, exit: Option<i64>) -> bool {
+pub(crate) fn patch_ok_from_text(text: &str, exit: Option<i64>) -> bool {
     if text.contains("Success. Updated the following files") {
         return true;
     }
@@ -553,7 +553,7 @@ fn with_newline(mut s: String) -> String {
 /// deleted file's contents) where the log gives one, else the patch text converted
 /// (an update's chunks numbered within the chunks: the second value is then true). A
 /// file deleted by a patch whose log shows no contents has no diff.
-pub(super) fn patch_diff(text: &str, changes: Option<&Value>, rel: &dyn Fn(&str) -> String) -> (Option<String>, bool) {
+pub(crate) fn patch_diff(text: &str, changes: Option<&Value>, rel: &dyn Fn(&str) -> String) -> (Option<String>, bool) {
     let mut structured: Vec<(String, String)> = Vec::new();
     match changes {
         Some(Value::Object(map)) => {
