@@ -1,0 +1,206 @@
+//! Session files: each agent session's records, appended as they arrive to
+//! `SPOOL/<format>/<session>.otlp.jsonl` (one line per request, holding that session's
+//! records only). Memory keeps per-file counters; the records are on disk, so a flood
+//! costs disk and a stop loses nothing. A commit takes a snapshot of a file's whole
+//! lines (appends happen under the same lock), so the import never sees half a line.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use epistore_import::otel::{record_sessions, Session};
+use serde_json::{json, Map, Value};
+
+use crate::{Error, Result};
+
+/// A logs request cut into its sessions' parts.
+#[derive(Debug, Default)]
+pub struct Split {
+    /// Per session: its records as a request of their own, and whether the session said
+    /// it finished (Gemini CLI's `conversation_finished`).
+    pub sessions: Vec<(Session, Value, bool)>,
+    pub records: u64,
+    /// Records of no known agent, or without a session id: counted, kept nowhere.
+    pub unattributed: u64,
+}
+
+fn finished(record: &Value) -> bool {
+    record.get("attributes").and_then(Value::as_array).into_iter().flatten().any(|kv| {
+        kv.get("key").and_then(Value::as_str) == Some("event.name")
+            && kv.pointer("/value/stringValue").and_then(Value::as_str) == Some("gemini_cli.conversation_finished")
+    })
+}
+
+/// `value` without `key` (a resource without its scopes), with `key` an empty list.
+fn shell(value: &Value, key: &str) -> Value {
+    let mut o: Map<String, Value> = value.as_object().cloned().unwrap_or_default();
+    o.insert(key.to_string(), json!([]));
+    Value::Object(o)
+}
+
+/// Cuts an OTLP JSON logs request into one request per session.
+pub fn split(request: &Value) -> Split {
+    let owners = record_sessions(request);
+    let mut out: BTreeMap<Session, (Value, bool)> = BTreeMap::new();
+    let mut split = Split::default();
+    let list = |v: &Value, k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut at = 0;
+    for rl in list(request, "resourceLogs") {
+        for sl in list(&rl, "scopeLogs") {
+            // Per session, this scope's records (under a copy of its resource and scope).
+            let mut here: BTreeMap<Session, Vec<Value>> = BTreeMap::new();
+            for record in list(&sl, "logRecords") {
+                split.records += 1;
+                match owners.get(at).cloned().flatten() {
+                    Some(s) => here.entry(s).or_default().push(record),
+                    None => split.unattributed += 1,
+                }
+                at += 1;
+            }
+            for (session, records) in here {
+                let (req, done) = out.entry(session).or_insert_with(|| (json!({"resourceLogs": []}), false));
+                *done |= records.iter().any(finished);
+                let mut scope = shell(&sl, "logRecords");
+                scope["logRecords"] = Value::Array(records);
+                let mut resource = shell(&rl, "scopeLogs");
+                resource["scopeLogs"] = json!([scope]);
+                req["resourceLogs"].as_array_mut().expect("made as a list").push(resource);
+            }
+        }
+    }
+    split.sessions = out.into_iter().map(|(s, (v, done))| (s, v, done)).collect();
+    split
+}
+
+/// A session id as a file name: itself when it is plain, else its blake3.
+fn file_name(id: &str) -> String {
+    let plain = !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let stem = if plain { id.to_string() } else { blake3::hash(id.as_bytes()).to_hex()[..32].to_string() };
+    format!("{stem}.otlp.jsonl")
+}
+
+struct Open {
+    last: Instant,
+    /// Bytes appended since the last commit's snapshot.
+    uncommitted: u64,
+    finished: bool,
+}
+
+/// The session files and what is uncommitted in them.
+pub struct Spool {
+    dir: PathBuf,
+    files: HashMap<PathBuf, Open>,
+    pending: u64,
+}
+
+const SNAPSHOTS: &str = ".commit";
+
+impl Spool {
+    /// The spool in `dir`, created when missing. Files an earlier run left are due at
+    /// once: their records may never have been committed.
+    pub fn open(dir: &Path) -> Result<Spool> {
+        let io = |path: &Path, e| Error::Io { path: path.to_path_buf(), source: e };
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let _ = std::fs::remove_dir_all(dir.join(SNAPSHOTS));
+        let mut spool = Spool { dir: dir.to_path_buf(), files: HashMap::new(), pending: 0 };
+        for agent in std::fs::read_dir(dir).map_err(|e| io(dir, e))?.flatten() {
+            if !agent.path().is_dir() {
+                continue;
+            }
+            for f in std::fs::read_dir(agent.path()).map_err(|e| io(&agent.path(), e))?.flatten() {
+                let path = f.path();
+                let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                if path.to_string_lossy().ends_with(".otlp.jsonl") && len > 0 {
+                    spool.pending += len;
+                    spool.files.insert(path, Open { last: Instant::now(), uncommitted: len, finished: true });
+                }
+            }
+        }
+        Ok(spool)
+    }
+
+    pub fn pending(&self) -> u64 {
+        self.pending
+    }
+
+    /// Sessions with records not yet committed.
+    pub fn open_sessions(&self) -> usize {
+        self.files.values().filter(|o| o.uncommitted > 0).count()
+    }
+
+    pub fn path_of(&self, session: &Session) -> PathBuf {
+        self.dir.join(session.agent.format().name()).join(file_name(&session.id))
+    }
+
+    /// Appends each session's part as one line of its file; true when a session said it
+    /// finished.
+    pub fn append(&mut self, parts: Vec<(Session, Value, bool)>) -> std::io::Result<bool> {
+        let mut any_finished = false;
+        for (session, request, done) in parts {
+            let path = self.path_of(&session);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let mut line = request.to_string().into_bytes();
+            line.push(b'\n');
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+            f.write_all(&line)?;
+            let open = self.files.entry(path).or_insert(Open { last: Instant::now(), uncommitted: 0, finished: false });
+            open.last = Instant::now();
+            open.uncommitted += line.len() as u64;
+            open.finished |= done;
+            any_finished |= done;
+            self.pending += line.len() as u64;
+        }
+        Ok(any_finished)
+    }
+
+    /// The files to commit now: every one with uncommitted records when `all`; else the
+    /// finished and the idle ones, and, while the uncommitted bytes exceed `max_pending`,
+    /// the longest-quiet ones until half of it remains.
+    pub fn due(&self, now: Instant, idle: Duration, max_pending: u64, all: bool) -> Vec<PathBuf> {
+        let mut waiting: Vec<(&PathBuf, &Open)> = self.files.iter().filter(|(_, o)| o.uncommitted > 0).collect();
+        waiting.sort_by_key(|(p, o)| (o.last, (*p).clone()));
+        let mut due = Vec::new();
+        let mut left = self.pending;
+        for (path, open) in waiting {
+            let quiet = now.saturating_duration_since(open.last) >= idle;
+            if all || open.finished || quiet || left > max_pending / 2 && self.pending > max_pending {
+                due.push(path.clone());
+                left = left.saturating_sub(open.uncommitted);
+            }
+        }
+        due
+    }
+
+    /// A copy of `file` as it is now, under `.commit/` with the same name, for the
+    /// import; its uncommitted bytes are counted as taken. `None` when nothing is new.
+    pub fn snapshot(&mut self, file: &Path) -> std::io::Result<Option<(PathBuf, u64)>> {
+        let Some(open) = self.files.get_mut(file) else { return Ok(None) };
+        if open.uncommitted == 0 {
+            return Ok(None);
+        }
+        let relative = file.strip_prefix(&self.dir).unwrap_or(file);
+        let copy = self.dir.join(SNAPSHOTS).join(relative);
+        if let Some(parent) = copy.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(file, &copy)?;
+        let taken = std::mem::take(&mut open.uncommitted);
+        open.finished = false;
+        self.pending -= taken;
+        Ok(Some((copy, taken)))
+    }
+
+    /// A commit that failed: its bytes are uncommitted again.
+    pub fn uncommit(&mut self, file: &Path, taken: u64) {
+        if let Some(open) = self.files.get_mut(file) {
+            open.uncommitted += taken;
+            self.pending += taken;
+        }
+    }
+}
