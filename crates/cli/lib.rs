@@ -3,6 +3,7 @@
 //! the `epistore` binary (`main.rs`).
 
 mod annotate;
+mod collect;
 mod commands;
 mod import;
 mod publish;
@@ -189,6 +190,16 @@ enum Command {
     /// summarise an episode, compute a metric with its interval and compare two
     /// entries. Register it with your agent as docs/mcp.md shows.
     Mcp(McpArgs),
+    /// Receive the telemetry coding agents export (OTLP/HTTP: Claude Code, Codex,
+    /// Gemini CLI) and store each agent session as an episode.
+    ///
+    /// Records are grouped by session id and kept in a session file until the session
+    /// has been quiet for --idle seconds (or Gemini CLI says it finished, or the
+    /// collector stops), then imported; a session that goes on is committed again and
+    /// supersedes its earlier episode. A session whose file is imported too becomes one
+    /// episode (docs/importers.md §9.18). Loopback unless told otherwise; any other
+    /// address needs --token. Prints `listening on http://ADDR` once ready.
+    Collect(collect::CollectArgs),
     /// Record a person's judgement of an episode ("reward hacking", "flaky test", ...),
     /// or withdraw one with --retract.
     ///
@@ -664,6 +675,7 @@ where
         Command::Show(args) if args.format == ShowFormat::Html => publish::show_html(&cli.store, &args),
         Command::Show(args) => commands::show(&cli.store, &args),
         Command::Mcp(args) => commands::mcp(&cli.store, &args),
+        Command::Collect(args) => collect::collect(&cli.store, &args),
         Command::Annotate(args) => annotate::annotate(&cli.store, &args),
         Command::Annotations(args) => annotate::annotations(&cli.store, &args),
         Command::ExportPackage { episode, dir } => commands::export_package(&cli.store, &episode, &dir),

@@ -5,6 +5,7 @@ mod util;
 
 mod annotations;
 mod cli;
+mod collect;
 mod columnar;
 mod concurrency;
 mod content;

@@ -57,13 +57,19 @@ pub fn decompress(content_encoding: Option<&str>, body: &[u8], max: usize) -> Re
         Some("gzip" | "x-gzip") => {
             let mut out = Vec::new();
             let mut reader = flate2::read::GzDecoder::new(body).take(max as u64 + 1);
-            reader.read_to_end(&mut out).map_err(|e| Refused::Malformed(format!("the gzip body does not decompress: {e}")))?;
+            reader
+                .read_to_end(&mut out)
+                .map_err(|e| Refused::Malformed(format!("the gzip body does not decompress: {e}")))?;
             if out.len() > max {
-                return Err(Refused::TooLarge(format!("the body decompresses to over the {max} bytes a request may carry")));
+                return Err(Refused::TooLarge(format!(
+                    "the body decompresses to over the {max} bytes a request may carry"
+                )));
             }
             Ok(out)
         }
-        Some(other) => Err(Refused::Unsupported(format!("content encoding {other:?}: OTLP/HTTP bodies are gzip or plain"))),
+        Some(other) => {
+            Err(Refused::Unsupported(format!("content encoding {other:?}: OTLP/HTTP bodies are gzip or plain")))
+        }
     }
 }
 
@@ -78,12 +84,19 @@ pub fn decode(signal: Signal, encoding: Encoding, body: &[u8]) -> Result<Value, 
         Signal::Traces => "ExportTraceServiceRequest",
         Signal::Metrics => "ExportMetricsServiceRequest",
     };
-    let bad = |e: String| format!("the body is not an OTLP {what} in {}: {e}", match encoding {
-        Encoding::Protobuf => "protobuf",
-        Encoding::Json => "JSON",
-    });
+    let bad = |e: String| {
+        format!(
+            "the body is not an OTLP {what} in {}: {e}",
+            match encoding {
+                Encoding::Protobuf => "protobuf",
+                Encoding::Json => "JSON",
+            }
+        )
+    };
     match (signal, encoding) {
-        (Signal::Logs, Encoding::Protobuf) => json_of(&ExportLogsServiceRequest::decode(body).map_err(|e| bad(e.to_string()))?),
+        (Signal::Logs, Encoding::Protobuf) => {
+            json_of(&ExportLogsServiceRequest::decode(body).map_err(|e| bad(e.to_string()))?)
+        }
         (Signal::Logs, Encoding::Json) => {
             json_of(&serde_json::from_slice::<ExportLogsServiceRequest>(body).map_err(|e| bad(e.to_string()))?)
         }

@@ -158,7 +158,11 @@ impl Collector {
 
     /// Serves on `listener` until `shutdown` completes, committing idle sessions as it
     /// goes, then commits every session with uncommitted records.
-    pub async fn serve(self, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
         let stop = Arc::new(tokio::sync::Notify::new());
         let ticker = {
             let me = self.clone();
@@ -215,7 +219,12 @@ impl Collector {
                 let what = if !done.refused.is_empty() {
                     format!("refused: {}", done.refused.join("; "))
                 } else if done.imported > 0 {
-                    format!("{} episode{}{}", done.imported, if done.imported == 1 { "" } else { "s" }, if done.superseding > 0 { " (superseding its earlier commit)" } else { "" })
+                    format!(
+                        "{} episode{}{}",
+                        done.imported,
+                        if done.imported == 1 { "" } else { "s" },
+                        if done.superseding > 0 { " (superseding its earlier commit)" } else { "" }
+                    )
                 } else {
                     "nothing new".to_string()
                 };
@@ -243,7 +252,12 @@ impl Collector {
     }
 
     /// Checks and decodes a request's body, or the response that refuses it.
-    fn accept(&self, signal: Signal, headers: &HeaderMap, body: &Bytes) -> std::result::Result<(Encoding, Value), Response> {
+    fn accept(
+        &self,
+        signal: Signal,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> std::result::Result<(Encoding, Value), Response> {
         self.inner.stats.requests.fetch_add(1, Ordering::Relaxed);
         let refuse = |status: StatusCode, message: String| {
             self.inner.stats.refused_requests.fetch_add(1, Ordering::Relaxed);
@@ -280,14 +294,20 @@ impl Collector {
 
 /// A refusal: the status and a message saying what failed.
 fn refusal(status: StatusCode, message: &str) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], json!({"code": status.as_u16(), "message": message}).to_string())
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"code": status.as_u16(), "message": message}).to_string(),
+    )
         .into_response()
 }
 
 /// The success answer, in the request's encoding (an empty `Export…ServiceResponse`).
 fn success(encoding: Encoding) -> Response {
     match encoding {
-        Encoding::Json => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], Body::from("{}")).into_response(),
+        Encoding::Json => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], Body::from("{}")).into_response()
+        }
         Encoding::Protobuf => {
             (StatusCode::OK, [(header::CONTENT_TYPE, "application/x-protobuf")], Body::from(Vec::new())).into_response()
         }
@@ -333,7 +353,10 @@ async fn logs(State(c): State<Collector>, headers: HeaderMap, body: Bytes) -> Re
 async fn traces(State(c): State<Collector>, headers: HeaderMap, body: Bytes) -> Response {
     match c.accept(Signal::Traces, &headers, &body) {
         Ok((encoding, request)) => {
-            c.inner.stats.spans.fetch_add(decode::count(&request, &["resourceSpans", "scopeSpans", "spans"]), Ordering::Relaxed);
+            c.inner
+                .stats
+                .spans
+                .fetch_add(decode::count(&request, &["resourceSpans", "scopeSpans", "spans"]), Ordering::Relaxed);
             success(encoding)
         }
         Err(r) => r,

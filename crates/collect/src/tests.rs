@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::*;
 
 fn fixture(agent: &str, name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/constructed/otlp").join(agent).join(name);
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/constructed/otlp").join(agent).join(name);
     std::fs::read(path).unwrap()
 }
 
@@ -46,7 +47,9 @@ fn json_and_protobuf_decode_to_the_events_of_the_payload() {
 
 #[test]
 fn bodies_that_are_not_otlp_are_refused_saying_why() {
-    assert!(decode::decode(Signal::Logs, Encoding::Json, b"{\"resourceLogs\": 3}").unwrap_err().contains("not an OTLP"));
+    assert!(decode::decode(Signal::Logs, Encoding::Json, b"{\"resourceLogs\": 3}")
+        .unwrap_err()
+        .contains("not an OTLP"));
     assert!(decode::decode(Signal::Logs, Encoding::Protobuf, b"\xff\xff\xff").is_err());
     assert_eq!(Encoding::of(Some("application/json; charset=utf-8")), Some(Encoding::Json));
     assert_eq!(Encoding::of(Some("text/plain")), None);
@@ -63,7 +66,8 @@ fn bodies_that_are_not_otlp_are_refused_saying_why() {
 fn a_request_of_two_sessions_is_cut_in_two_and_strangers_are_counted() {
     let one: Value = serde_json::from_slice(&fixture("codex", "codex-logs.json")).unwrap();
     let text = one.to_string();
-    let other: Value = serde_json::from_str(&text.replace("019d7a3e-5c21-7b40-9e8f-2a6c4d1b3e57", "other-session")).unwrap();
+    let other: Value =
+        serde_json::from_str(&text.replace("019d7a3e-5c21-7b40-9e8f-2a6c4d1b3e57", "other-session")).unwrap();
     let mut both = one.clone();
     both["resourceLogs"].as_array_mut().unwrap().extend(other["resourceLogs"].as_array().unwrap().iter().cloned());
     // A record of no known agent.

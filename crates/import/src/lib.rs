@@ -170,8 +170,9 @@ impl Input {
         Ok(bytes)
     }
 
-    /// The file, cut at its snapshot once there is one.
-    fn open(&self) -> Result<Box<dyn Read + '_>, Refusal> {
+    /// The file to read from the start, cut at its snapshot once there is one (the
+    /// head a plan sniffs; a file given by its bytes reads them).
+    pub fn open(&self) -> Result<Box<dyn Read + '_>, Refusal> {
         if let Some(bytes) = &self.memory {
             return Ok(Box::new(&bytes[..]));
         }

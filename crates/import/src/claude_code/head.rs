@@ -25,7 +25,7 @@ pub(super) struct Head {
 const HEAD_LINES: usize = 5000;
 
 pub(super) fn head(input: &Input) -> Result<Head, Refusal> {
-    let file = std::fs::File::open(&input.path).map_err(|e| input.io(e))?;
+    let file = input.open()?;
     let mut stream = None;
     let mut session: Option<String> = None;
     let mut sidechain = None;

@@ -124,7 +124,7 @@ pub(super) fn id_in(v: &Map<String, Value>) -> Option<String> {
 
 /// The first lines of a file: its shape and id, without reading a large log whole.
 fn sniff(input: &Input) -> Result<(Option<Shape>, Option<String>), Refusal> {
-    let file = std::fs::File::open(&input.path).map_err(|e| input.io(e))?;
+    let file = input.open()?;
     let mut reader = BufReader::new(file);
     let (mut shape, mut id) = (None, None);
     let mut buf = String::new();

@@ -61,7 +61,7 @@ impl crate::Importer for GeminiCli {
 /// legacy document is read whole.
 fn session_of(input: &Input) -> Result<(String, bool), Refusal> {
     use std::io::BufRead;
-    let file = std::fs::File::open(&input.path).map_err(|e| input.io(e))?;
+    let file = input.open()?;
     let mut first = String::new();
     std::io::BufReader::new(file).read_line(&mut first).map_err(|e| input.io(e))?;
     let meta = match epistore_package::json_from_str::<Value>(first.trim_start_matches('\u{feff}')) {
