@@ -352,6 +352,11 @@ impl Prior for StoredImports {
         found.into_iter().find_map(|(_, id, format)| {
             let record = snapshot.episode(&id).ok()??;
             let files = record.manifest.provenance()?.get("source_files")?.as_array()?.clone();
+            // A session file's episode without telemetry has nothing to give a session
+            // file: known from its provenance, before any source copy is read.
+            if !(telemetry || format == agent.format() || files.len() > 1) {
+                return None;
+            }
             let mut sources = Vec::new();
             for f in &files {
                 let name = f.get("name").and_then(Value::as_str)?;
@@ -360,9 +365,7 @@ impl Prior for StoredImports {
                 let entry = record.files.iter().find(|e| e.path == path)?;
                 sources.push((name.to_string(), hash.to_string(), snapshot.file(&record, entry).ok()?));
             }
-            // A session file's episode without telemetry has nothing to give a session file.
-            let useful = telemetry || format == agent.format() || sources.len() > 1;
-            useful.then(|| Companion { episode_id: hex(&id), format, sources })
+            Some(Companion { episode_id: hex(&id), format, sources })
         })
     }
 }

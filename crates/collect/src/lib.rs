@@ -251,17 +251,17 @@ impl Collector {
         blake3::hash(given.as_bytes()) == blake3::hash(token.as_bytes())
     }
 
-    /// Checks and decodes a request's body, or the response that refuses it.
+    /// Checks and decodes a request's body, or the status and message that refuse it.
     fn accept(
         &self,
         signal: Signal,
         headers: &HeaderMap,
         body: &Bytes,
-    ) -> std::result::Result<(Encoding, Value), Response> {
+    ) -> std::result::Result<(Encoding, Value), (StatusCode, String)> {
         self.inner.stats.requests.fetch_add(1, Ordering::Relaxed);
         let refuse = |status: StatusCode, message: String| {
             self.inner.stats.refused_requests.fetch_add(1, Ordering::Relaxed);
-            refusal(status, &message)
+            (status, message)
         };
         if !self.authorised(headers) {
             return Err(refuse(StatusCode::UNAUTHORIZED, "a missing or wrong bearer token".into()));
@@ -317,7 +317,7 @@ fn success(encoding: Encoding) -> Response {
 async fn logs(State(c): State<Collector>, headers: HeaderMap, body: Bytes) -> Response {
     let (encoding, request) = match c.accept(Signal::Logs, &headers, &body) {
         Ok(ok) => ok,
-        Err(r) => return r,
+        Err((status, why)) => return refusal(status, &why),
     };
     let split = spool::split(&request);
     c.inner.stats.records.fetch_add(split.records, Ordering::Relaxed);
@@ -359,7 +359,7 @@ async fn traces(State(c): State<Collector>, headers: HeaderMap, body: Bytes) -> 
                 .fetch_add(decode::count(&request, &["resourceSpans", "scopeSpans", "spans"]), Ordering::Relaxed);
             success(encoding)
         }
-        Err(r) => r,
+        Err((status, why)) => refusal(status, &why),
     }
 }
 
@@ -372,7 +372,7 @@ async fn metrics(State(c): State<Collector>, headers: HeaderMap, body: Bytes) ->
                 .fetch_add(decode::count(&request, &["resourceMetrics", "scopeMetrics", "metrics"]), Ordering::Relaxed);
             success(encoding)
         }
-        Err(r) => r,
+        Err((status, why)) => refusal(status, &why),
     }
 }
 

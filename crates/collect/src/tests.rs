@@ -86,9 +86,12 @@ fn a_request_of_two_sessions_is_cut_in_two_and_strangers_are_counted() {
     }
 }
 
+/// A committed file: its name and its bytes.
+type Kept = (String, Vec<u8>);
+
 /// A committer that keeps a copy of every file it is given.
 #[derive(Clone, Default)]
-struct Recording(Arc<Mutex<Vec<(String, Vec<u8>)>>>);
+struct Recording(Arc<Mutex<Vec<Kept>>>);
 
 impl Committer for Recording {
     fn commit(&self, file: &Path) -> std::result::Result<Committed, String> {
