@@ -28,6 +28,13 @@ Hazards, one at a time and in pairs (deterministic from --seed):
   interrupt         a person interrupts the last turn (no claim)
   parallel          a patch and a test issued together, the patch ending after the
                     test started (Codex)
+  background        a test started in the background, an edit while it runs (or
+                    none), its output read afterwards (Claude Code
+                    `run_in_background`, `BashOutput`): bound to the revision it
+                    started on, its result from the output read
+  compact           a compaction boundary mid-run (Claude Code's `compact_boundary`
+                    with its summary, whose `parentUuid` is null; Codex's `compacted`):
+                    nothing before it may be lost
 
 Reported per source: the posture confusion matrix (truth x derived), abstention
 (derived `unknown`), over-claims (derived `current` where the truth is not: the error
@@ -50,12 +57,14 @@ WS = "/srv/app"
 OTHER = "/srv/other"
 POSTURES = ["current", "stale", "failure", "gap", "unknown"]
 HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
-           "script_write", "silent_script", "suite_edit", "elsewhere", "cut", "parallel", "interrupt"]
+           "script_write", "silent_script", "suite_edit", "elsewhere", "cut", "parallel", "interrupt",
+           "background", "compact"]
 # What scripts that write print, as real generators, fixers and formatters do.
 SCRIPT_REPORTS = ["updated 3 files", "Wrote src/generated.py", "Generated src/api/schema.json (3 ms)",
                   "Saved fixtures to tests/fixtures/data.json", "2 files reformatted, 1 file left unchanged",
                   "Regenerated 4 files", "Updated file: src/version.py"]
-ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}}
+ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}, "background": {"claude-code"},
+        "compact": {"claude-code", "codex"}}
 
 
 # --------------------------------------------------------------------------------------
@@ -95,6 +104,12 @@ def scenario(hazards, rng):
             end = "interrupt"
         elif h == "parallel":
             steps.append(("parallel", src, "pass"))
+        elif h == "background":
+            # The test left running; an edit lands while it runs, or nothing does.
+            between = [("edit", src, True)] if rng.random() < 0.5 else []
+            steps += [("bg_test", WS, "pass")] + between + [("bg_read",)]
+        elif h == "compact":
+            steps.append(("compact",))
     return steps, end
 
 
@@ -119,8 +134,9 @@ def truth(steps, end):
             rev += 1
         elif kind in ("revert", "mcp_write", "script"):
             rev += 1
-        elif kind == "test":
-            # A test in another tree says nothing about this workspace's revisions.
+        elif kind in ("test", "bg_test"):
+            # A test in another tree says nothing about this workspace's revisions; one
+            # in the background is bound to the revision it started on.
             checks.append({"bound": rev, "result": s[2], "elsewhere": s[1] != WS})
         elif kind == "parallel":
             # The test started before the patch ended: it may have run on the old code.
@@ -168,14 +184,14 @@ def claude_code(i, steps, end):
         lines.append(json.dumps(rec))
         parent[0] = uid
 
-    def call(name, args, result, is_error=False):
+    def call(name, args, result, is_error=False, **extra):
         tid = f"toolu_{i:08d}{n[0]:08d}"
         add("assistant", {"id": f"msg_{i}_{n[0]}", "type": "message", "role": "assistant", "model": "claude-bench",
                           "content": [{"type": "tool_use", "id": tid, "name": name, "input": args}],
                           "stop_reason": "tool_use"})
         if result is not None:
             add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": result,
-                                                      "is_error": is_error}]})
+                                                      "is_error": is_error}]}, **extra)
 
     add("user", {"role": "user", "content": "Fix the bug in src/app.py so that the tests pass."})
     for s in steps:
@@ -202,6 +218,30 @@ def claude_code(i, steps, end):
             call("mcp__filesystem__write_file", {"path": path, "content": "X = 1\n"}, f"Successfully wrote to {path}")
         elif kind == "script":
             call("Bash", {"command": s[1]}, s[2])
+        elif kind == "bg_test":
+            call("Bash", {"command": "python3 -m pytest -q tests", "run_in_background": True},
+                 "Command running in background with ID: bash_1",
+                 toolUseResult={"stdout": "", "stderr": "", "interrupted": False, "isImage": False,
+                                "backgroundTaskId": "bash_1"})
+        elif kind == "bg_read":
+            out, code = test_output("pass")
+            call("BashOutput", {"bash_id": "bash_1"},
+                 f"<status>completed</status>\n\n<exit_code>{code}</exit_code>\n\n<stdout>\n{out}\n</stdout>")
+        elif kind == "compact":
+            # As Claude Code writes it: the boundary starts a new chain (parentUuid null,
+            # logicalParentUuid the last line before it), then the summary as a user line.
+            n[0] += 1
+            uid = f"10000000-0000-4000-8000-{i:06d}{n[0]:06d}"
+            lines.append(json.dumps({
+                "parentUuid": None, "logicalParentUuid": parent[0], "isSidechain": False, "userType": "external",
+                "cwd": WS, "sessionId": sid, "version": "2.1.39", "type": "system", "subtype": "compact_boundary",
+                "content": "Conversation compacted", "isMeta": False, "uuid": uid, "level": "info",
+                "timestamp": f"2026-12-01T10:{n[0] // 60 % 60:02d}:{n[0] % 60:02d}.000Z",
+                "compactMetadata": {"trigger": "auto", "preTokens": 170251}}))
+            parent[0] = uid
+            add("user", {"role": "user", "content": "This session is being continued from a previous conversation "
+                         "that ran out of context. The summary below covers the earlier portion of the conversation."},
+                isCompactSummary=True, isVisibleInTranscriptOnly=True)
     if end == "claim":
         add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
                           "content": [{"type": "text", "text": "Done: the tests pass."}], "stop_reason": "end_turn"})
@@ -281,6 +321,10 @@ def codex(i, steps, end):
                                "stderr": "", "success": True}, ts(5000))
             line("response_item", {"type": "function_call_output", "call_id": cid + "p", "output": "Success."}, ts(5000))
             ms[0] = t0 + 5000
+        elif kind == "compact":
+            # Codex replaces the history with a summary; the rollout keeps every line.
+            line("compacted", {"message": "Summary of the conversation so far: the bug is fixed and tested."})
+            line("event_msg", {"type": "context_compacted"})
     if end == "interrupt":
         line("event_msg", {"type": "agent_message", "message": "The tests pass, so now"})
         line("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
