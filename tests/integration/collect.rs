@@ -3,7 +3,7 @@
 //! through telemetry and through its file as one episode, refusals that store nothing,
 //! and many senders at once.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -28,17 +28,7 @@ struct Collect {
 
 impl Collect {
     fn start(store: &TestStore, extra: &[&str]) -> Collect {
-        let mut child = store
-            .command()
-            .args(["collect", "--addr", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+        let (child, addr) = store.listening("collect", "http", extra, Stdio::piped());
         Collect { child: Some(child), addr }
     }
 

@@ -56,17 +56,31 @@ impl TestStore {
     /// `epistore serve` on a free loopback port with `extra` arguments: the running
     /// child and the address it printed (`host:port`).
     pub fn serve(&self, extra: &[&str]) -> (std::process::Child, String) {
+        self.listening("serve", "grpc", extra, std::process::Stdio::null())
+    }
+
+    /// A server command (`serve`, `ui`, `collect`) on a free loopback port with `extra`
+    /// arguments, started and waited for: the running child (its standard error as
+    /// `stderr` says) and the address of its `listening on SCHEME://ADDR` line.
+    pub fn listening(
+        &self,
+        command: &str,
+        scheme: &str,
+        extra: &[&str],
+        stderr: std::process::Stdio,
+    ) -> (std::process::Child, String) {
         let mut child = self
             .command()
-            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args([command, "--addr", "127.0.0.1:0"])
             .args(extra)
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut line = String::new();
         std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-        let addr = line.trim().strip_prefix("listening on grpc://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+        let prefix = format!("listening on {scheme}://");
+        let addr = line.trim().strip_prefix(&prefix).unwrap_or_else(|| panic!("{line:?}")).to_string();
         (child, addr)
     }
 

@@ -446,17 +446,7 @@ struct Ui {
 
 impl Ui {
     fn start(store: &TestStore, extra: &[&str]) -> Ui {
-        let mut child = store
-            .command()
-            .args(["ui", "--addr", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("{line:?}")).to_string();
+        let (child, addr) = store.listening("ui", "http", extra, Stdio::piped());
         Ui { child, addr }
     }
 
