@@ -23,6 +23,7 @@ use std::sync::{Arc, OnceLock};
 
 use epistore_package::BuiltPackage;
 
+mod common;
 pub mod diff;
 pub mod recorder;
 mod registry;

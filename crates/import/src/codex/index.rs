@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::calls::{self, Change};
+use super::calls;
 use super::{content_text, i64_of, is_legacy_config, is_legacy_prompt, obj, reasoning_parts, str_of, Line};
+use crate::common::apply_patch::Change;
 
 /// One line as the rollout's layers name it.
 pub(super) enum Item<'a> {

@@ -34,7 +34,7 @@
 //! else its patch text converted, hunks numbered within the chunks. Exec output gives
 //! the agent's words, thinking, commands' `aggregated_output`, MCP results.
 
-pub(crate) mod calls;
+mod calls;
 mod events;
 mod exec_json;
 mod index;

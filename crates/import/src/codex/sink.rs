@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::recorder::{Grade, Message};
 use crate::{Call, Recorder};
 
-use super::calls::{self, Change, Spec};
+use super::calls::{self, Spec};
+use crate::common::apply_patch::{self, Change};
 
 /// A tool call at its start, with whatever the log shows of its result.
 #[derive(Debug, Clone)]
@@ -281,19 +282,20 @@ impl Sink {
             }
             Spec::Patch(text) => {
                 let (kind, paths) = match &p.changes {
-                    Some(c) if !c.is_empty() => calls::summarise(c),
-                    _ => calls::patch_files(&text),
+                    Some(c) if !c.is_empty() => apply_patch::summarise(c),
+                    _ => apply_patch::patch_files(&text),
                 };
                 if call.exit_code.is_none() {
                     call.exit_code = calls::exit_from_text(&p.output).map(|c| (c, Grade::Derived));
                 }
                 let exit = call.exit_code.map(|(c, _)| c);
-                let ok = p.success.unwrap_or_else(|| calls::patch_ok_from_text(&p.output, exit));
+                let ok = p.success.unwrap_or_else(|| apply_patch::patch_ok_from_text(&p.output, exit));
                 if !ok && call.failure_type.is_none() && !matches!(exit, Some(c) if c != 0) {
                     call.failure_type = Some("other");
                 }
                 let rec = &self.rec;
-                let (diff, fragment) = calls::patch_diff(&text, p.raw_changes.as_ref(), &|path| rec.relative(path));
+                let (diff, fragment) =
+                    apply_patch::patch_diff(&text, p.raw_changes.as_ref(), &|path| rec.relative(path));
                 if fragment && diff.is_some() {
                     self.rec.fragment_diff();
                 }

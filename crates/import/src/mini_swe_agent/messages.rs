@@ -12,8 +12,8 @@ use regex::{Regex, RegexBuilder};
 use serde_json::Value;
 
 use super::text;
+use crate::common::template_fill;
 use crate::recorder::Message;
-use crate::swe_agent::template_fill;
 use crate::{Call, Grade, Recorder};
 
 /// The first line of output by which the agent submits (1.x and 2.x spellings).

@@ -12,13 +12,14 @@
 //!
 //! Not trajectories: a bare list of messages (the upstream test data holds such lists)
 //! is refused; a `preds.json` is predictions, joined to the runs of the call as SWE-agent's
-//! are ([`crate::swe_agent::preds`]).
+//! are ([`crate::common::preds`]).
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::swe_agent::{self, content_text, parse_json, preds};
+use crate::common::{self, content_text, parse_json, preds};
+use crate::swe_agent;
 use crate::{Context, Format, Input, Part, Plan, Recorder, Refusal, Unit};
 
 /// This source's name (section 9).
@@ -99,7 +100,7 @@ fn read_traj(input: &Input) -> Result<Recorder, Refusal> {
     if let Some(cwd) = config.pointer("/environment/cwd").and_then(Value::as_str) {
         rec.workdir(cwd);
     }
-    swe_agent::cluster(&mut rec, None, &instance_id);
+    common::cluster(&mut rec, None, &instance_id);
     if config.pointer("/agent/mode").and_then(Value::as_str) == Some("confirm") {
         rec.note("confirm mode: a person's approvals are not logged, only rejections");
     }
@@ -123,7 +124,7 @@ fn read_traj(input: &Input) -> Result<Recorder, Refusal> {
         None => {}
     }
     match info.get("submission") {
-        Some(Value::String(s)) if swe_agent::looks_like_diff(s) => rec.patch(s),
+        Some(Value::String(s)) if common::looks_like_diff(s) => rec.patch(s),
         Some(Value::String(s)) if !s.trim().is_empty() => rec.note("the submission is not a diff: no patch.diff"),
         _ => {}
     }

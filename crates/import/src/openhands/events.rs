@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::order::{args, extras, items, obj, str_of, Item, Obj};
+use crate::common::pylit;
 use crate::recorder::{Call, EditKind, Grade, Message};
-use crate::swe_bench::pylit;
 use crate::{Input, Recorder, Refusal};
 
 /// What the stream says beyond its records, for `run.rs`.

@@ -230,9 +230,9 @@ impl Mapper<'_> {
             // The patch text itself (or `{"input": patch}`) is the argument.
             let patch = object(Some(arguments)).get("input").and_then(Value::as_str).map(str::to_string);
             let patch = patch.unwrap_or_else(|| arguments.to_string());
-            let (kind, paths) = crate::codex::calls::patch_files(&patch);
-            let applied = ok && crate::codex::calls::patch_ok_from_text(&output, None);
-            let (diff, fragment) = crate::codex::calls::patch_diff(&patch, None, &|p: &str| p.to_string());
+            let (kind, paths) = crate::common::apply_patch::patch_files(&patch);
+            let applied = ok && crate::common::apply_patch::patch_ok_from_text(&output, None);
+            let (diff, fragment) = crate::common::apply_patch::patch_diff(&patch, None, &|p: &str| p.to_string());
             self.tool_calls += 1;
             call = call.command(patch.clone()).is_error(Some(!applied));
             if applied {

@@ -147,12 +147,3 @@ pub(crate) fn github_repo(url: &str) -> Option<String> {
     let name = parts.next()?.trim_end_matches(".git");
     (!owner.is_empty() && !name.is_empty()).then(|| format!("{owner}/{name}"))
 }
-
-/// The repository of a SWE-bench instance id (`owner__name-123`, as SWE-bench builds its ids).
-pub(crate) fn swe_bench_repo(instance_id: &str) -> Option<String> {
-    let (owner, rest) = instance_id.split_once("__")?;
-    let (name, number) = rest.rsplit_once('-')?;
-    let ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-    (ok(owner) && ok(name) && !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()))
-        .then(|| format!("{owner}/{name}"))
-}

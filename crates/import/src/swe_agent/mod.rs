@@ -13,8 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::Value;
-
+use crate::common::preds;
 use crate::{Context, Format, Input, Part, Plan, Recorder, Refusal, Unit};
 
 /// This source's name (section 9).
@@ -22,7 +21,6 @@ pub(crate) const FORMAT: Format = Format::new("swe-agent");
 
 pub(crate) mod config;
 mod edits;
-pub(crate) mod preds;
 mod traj;
 
 #[cfg(test)]
@@ -94,6 +92,24 @@ pub(crate) fn plan(inputs: Vec<Arc<Input>>, plan: &mut Plan) {
     }
 }
 
+/// A YAML file on disk that reads as a SWE-agent run configuration (agent and model).
+fn looks_like_config(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    if f.take(256 * 1024).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    text.contains("agent") && (text.contains("model_name") || text.contains("per_instance_cost_limit"))
+}
+
+pub(crate) fn read(unit: &Unit, ctx: &Context) -> Vec<Result<Recorder, Refusal>> {
+    vec![traj::read(unit, ctx)]
+}
+
 /// Joins a predictions file to the trajectories of the call (see [`preds`]): a run's own
 /// prediction (a line, a `.pred`) becomes part of its SWE-agent unit; a merged document is
 /// covered; what matches no run is refused. Used by both SWE-agent formats' plans.
@@ -136,110 +152,6 @@ pub(crate) fn join_predictions(format: Format, input: Arc<Input>, shape: preds::
         }
     }
     preds::report(format, &input, indexed, &matched, joined, plan);
-}
-
-/// A YAML file on disk that reads as a SWE-agent run configuration (agent and model).
-fn looks_like_config(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::new();
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    if f.take(256 * 1024).read_to_end(&mut head).is_err() {
-        return false;
-    }
-    let text = String::from_utf8_lossy(&head);
-    text.contains("agent") && (text.contains("model_name") || text.contains("per_instance_cost_limit"))
-}
-
-pub(crate) fn read(unit: &Unit, ctx: &Context) -> Vec<Result<Recorder, Refusal>> {
-    vec![traj::read(unit, ctx)]
-}
-
-// ---- shared with mini-SWE-agent -----------------------------------------------------------
-
-/// Parses a whole JSON log, refusing it at the line where it breaks.
-pub(crate) fn parse_json(input: &Input, bytes: &[u8], expected: &str) -> Result<Value, Refusal> {
-    epistore_package::json_from_slice(bytes).map_err(|e| {
-        let what = if e.is_eof() { "truncated JSON" } else { "not valid JSON" };
-        Refusal::at_line(input.display(), e.line().max(1), format!("{what} ({e}); expected {expected}"))
-    })
-}
-
-/// A message's text: a string, or the `text` of its content parts.
-pub(crate) fn content_text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// Whether a submission is a diff (SWE-agent's EnIGMA mode submits flags, mini-SWE-agent
-/// whatever the final command printed): only a diff becomes `patch.diff`.
-pub(crate) fn looks_like_diff(s: &str) -> bool {
-    let mut minus = false;
-    for line in s.lines() {
-        if line.starts_with("diff --git ") || (minus && line.starts_with("+++ ")) {
-            return true;
-        }
-        minus = line.starts_with("--- ");
-    }
-    false
-}
-
-/// `task.cluster`: the repository when a structured field or the SWE-bench instance id
-/// names it, else the working directory's last component.
-pub(crate) fn cluster(rec: &mut Recorder, repository: Option<String>, instance_id: &str) {
-    let from_dir = rec.workdir_known().and_then(|d| d.rsplit('/').find(|p| !p.is_empty())).map(str::to_string);
-    if let Some(c) = repository.or_else(|| config::swe_bench_repo(instance_id)).or(from_dir) {
-        rec.cluster(c);
-    }
-}
-
-/// The task inside an instance template's rendering: the text where the template's
-/// placeholder for it (`{{task}}`, `{{problem_statement}}`, 0.x `{issue}`) stands, found
-/// by the template's line of literal text before it and after it. `None` when the text
-/// does not match.
-pub(crate) fn template_fill(template: &str, text: &str) -> Option<String> {
-    use std::sync::OnceLock;
-    static RES: OnceLock<(regex::Regex, regex::Regex)> = OnceLock::new();
-    let (task, any) = RES.get_or_init(|| {
-        (
-            regex::Regex::new(r"\{\{-?\s*(task|problem_statement|issue)\s*-?\}\}|\{(issue|problem_statement)\}")
-                .expect("regex"),
-            regex::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}|\{[A-Za-z_][A-Za-z0-9_]*\}").expect("regex"),
-        )
-    });
-    let m = task.find(template)?;
-    let before = &template[..m.start()];
-    let after = &template[m.end()..];
-    let before = any.find_iter(before).last().map_or(before, |p| &before[p.end()..]);
-    let after = any.find(after).map_or(after, |p| &after[..p.start()]);
-    // Only the line next to the placeholder: the rest of a template kept in a
-    // configuration may differ from the one the run rendered.
-    let content_end = before.trim_end().len();
-    let before = &before[before[..content_end].rfind('\n').map_or(0, |i| i + 1)..];
-    let content_start = after.len() - after.trim_start().len();
-    let after = &after[..after[content_start..].find('\n').map_or(after.len(), |i| content_start + i)];
-    let start = if before.is_empty() { 0 } else { text.find(before)? + before.len() };
-    let rest = &text[start..];
-    let end = if after.is_empty() { rest.len() } else { rest.find(after)? };
-    let fill = &rest[..end];
-    (!fill.trim().is_empty()).then(|| fill.to_string())
-}
-
-/// The first string at `key` anywhere in a JSON value (a template in a configuration).
-pub(crate) fn find_string<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    match v {
-        Value::Object(m) => m.get(key).and_then(Value::as_str).or_else(|| m.values().find_map(|x| find_string(x, key))),
-        Value::Array(a) => a.iter().find_map(|x| find_string(x, key)),
-        _ => None,
-    }
 }
 
 /// The registry's SWE-agent reader.

@@ -9,8 +9,9 @@
 
 use serde_json::{Map, Value};
 
+use super::config;
 use super::edits::{EditDiff, Windows};
-use super::{config, content_text, find_string, looks_like_diff, parse_json, preds, template_fill};
+use crate::common::{content_text, find_string, looks_like_diff, parse_json, preds, template_fill};
 use crate::recorder::{Message, Role};
 use crate::shell::{self, Declared, SegmentKind};
 use crate::{Call, Context, EditKind, Part, Recorder, Refusal, Unit};
@@ -108,7 +109,7 @@ pub(super) fn read(unit: &Unit, _ctx: &Context) -> Result<Recorder, Refusal> {
     if let Some(w) = workdir {
         rec.workdir(w);
     }
-    super::cluster(&mut rec, configs.iter().find_map(config::repository), &instance_id);
+    crate::common::cluster(&mut rec, configs.iter().find_map(config::repository), &instance_id);
     rec.note("SWE-agent logs no exit codes: a command's exit code is known only where its output states one");
     if let Some(n) = obj.get("attempts").and_then(Value::as_array).map(Vec::len).filter(|n| *n > 1) {
         rec.note(format!("a retry agent's run: only the chosen attempt of {n} was read"));

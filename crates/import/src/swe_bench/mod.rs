@@ -18,8 +18,7 @@
 //!   `output.swebench_eval.logs/`), whose `[ID] report: {...}` line is the harness's
 //!   report printed as a Python dict; the run's part is that dict as compact JSON.
 
-pub(crate) mod pylit;
-
+use crate::common::pylit;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};

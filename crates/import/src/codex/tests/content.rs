@@ -496,7 +496,8 @@ fn the_oldest_exec_output_gives_its_content_from_events() {
 
 #[test]
 fn codex_headers_and_patch_paths() {
-    use super::super::calls::{patch_diff, printed_text};
+    use super::super::calls::printed_text;
+    use crate::common::apply_patch::patch_diff;
     // Codex's header above a command's output (older shell tools, unified exec).
     assert_eq!(printed_text("Exit code: 0\nWall time: 0 seconds\nOutput:\nhi\n"), ("hi\n", false));
     let chunk = "Chunk ID: 1a\nWall time: 1.0 seconds\nProcess running with session ID 7\nOriginal token count: 2\nOutput:\npart";
