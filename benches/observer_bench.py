@@ -32,6 +32,10 @@ Hazards, one at a time and in pairs (deterministic from --seed):
                     none), its output read afterwards (Claude Code
                     `run_in_background`, `BashOutput`): bound to the revision it
                     started on, its result from the output read
+  subagent          a subagent (Claude Code `Task`) edits the workspace while the
+                    parent's test, issued in the same reply, runs: the test may have
+                    run on the old code (the subagent's own transcript under
+                    `<session>/subagents/`)
   compact           a compaction boundary mid-run (Claude Code's `compact_boundary`
                     with its summary, whose `parentUuid` is null; Codex's `compacted`):
                     nothing before it may be lost
@@ -58,13 +62,13 @@ OTHER = "/srv/other"
 POSTURES = ["current", "stale", "failure", "gap", "unknown"]
 HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
            "script_write", "silent_script", "suite_edit", "elsewhere", "cut", "parallel", "interrupt",
-           "background", "compact"]
+           "background", "compact", "subagent"]
 # What scripts that write print, as real generators, fixers and formatters do.
 SCRIPT_REPORTS = ["updated 3 files", "Wrote src/generated.py", "Generated src/api/schema.json (3 ms)",
                   "Saved fixtures to tests/fixtures/data.json", "2 files reformatted, 1 file left unchanged",
                   "Regenerated 4 files", "Updated file: src/version.py"]
 ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}, "background": {"claude-code"},
-        "compact": {"claude-code", "codex"}}
+        "compact": {"claude-code", "codex"}, "subagent": {"claude-code"}}
 
 
 # --------------------------------------------------------------------------------------
@@ -110,6 +114,8 @@ def scenario(hazards, rng):
             steps += [("bg_test", WS, "pass")] + between + [("bg_read",)]
         elif h == "compact":
             steps.append(("compact",))
+        elif h == "subagent":
+            steps.append(("subagent", src, "pass"))
     return steps, end
 
 
@@ -138,7 +144,7 @@ def truth(steps, end):
             # A test in another tree says nothing about this workspace's revisions; one
             # in the background is bound to the revision it started on.
             checks.append({"bound": rev, "result": s[2], "elsewhere": s[1] != WS})
-        elif kind == "parallel":
+        elif kind in ("parallel", "subagent"):
             # The test started before the patch ended: it may have run on the old code.
             checks.append({"bound": rev, "result": s[2], "elsewhere": False})
             rev += 1
@@ -193,6 +199,51 @@ def claude_code(i, steps, end):
             add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": result,
                                                       "is_error": is_error}]}, **extra)
 
+    subagents = []
+
+    def subagent(path, result):
+        # One reply calls a subagent and the test at once; the subagent's edit lands
+        # while the test runs, its transcript in the session's subagents/ folder.
+        agent = f"a{i:06d}{n[0]:04d}"
+        task, test = f"toolu_{i:08d}{n[0]:08d}t", f"toolu_{i:08d}{n[0]:08d}b"
+        cmd = "python3 -m pytest -q tests"
+        add("assistant", {"id": f"msg_{i}_{n[0]}", "type": "message", "role": "assistant", "model": "claude-bench",
+                          "content": [{"type": "tool_use", "id": task, "name": "Task",
+                                       "input": {"description": "Tidy the helper", "subagent_type": "general-purpose",
+                                                 "prompt": f"Simplify the helper in {path}."}},
+                                      {"type": "tool_use", "id": test, "name": "Bash", "input": {"command": cmd}}],
+                          "stop_reason": "tool_use"})
+        t0 = n[0]
+        sub, sub_parent = [], [None]
+
+        def sub_add(k, kind, message, **extra):
+            uid = f"20000000-0000-4000-8000-{i:06d}{t0:03d}{k:03d}"
+            rec = {"parentUuid": sub_parent[0], "isSidechain": True, "userType": "external", "cwd": WS,
+                   "sessionId": sid, "version": "2.1.39", "agentId": agent, "type": kind, "message": message,
+                   "uuid": uid, "timestamp": f"2026-12-01T10:{t0 // 60 % 60:02d}:{t0 % 60:02d}.{k * 200:03d}Z"}
+            rec.update(extra)
+            sub.append(json.dumps(rec))
+            sub_parent[0] = uid
+
+        sid_edit = f"toolu_{i:08d}{t0:08d}e"
+        sub_add(1, "user", {"role": "user", "content": f"Simplify the helper in {path}."})
+        sub_add(2, "assistant", {"id": f"msg_{i}_{t0}_s", "type": "message", "role": "assistant",
+                                 "model": "claude-bench", "content": [{"type": "tool_use", "id": sid_edit, "name": "Edit",
+                                 "input": {"file_path": f"{WS}/{path}", "old_string": "x + 1", "new_string": "1 + x"}}],
+                                 "stop_reason": "tool_use"})
+        sub_add(3, "user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": sid_edit,
+                            "content": f"The file {WS}/{path} has been updated successfully."}]})
+        sub_add(4, "assistant", {"id": f"msg_{i}_{t0}_d", "type": "message", "role": "assistant",
+                                 "model": "claude-bench", "content": [{"type": "text", "text": "Simplified."}],
+                                 "stop_reason": "end_turn"})
+        subagents.append((f"projects/-srv-app/{sid}/subagents/agent-{agent}.jsonl", "\n".join(sub) + "\n"))
+        out, code = test_output(result)
+        add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": test,
+                     "content": out if code == 0 else f"Exit code {code}\n{out}", "is_error": code != 0}]})
+        add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": task,
+                     "content": [{"type": "text", "text": "Simplified."}]}]},
+            toolUseResult={"status": "completed", "agentId": agent, "content": [{"type": "text", "text": "Simplified."}]})
+
     add("user", {"role": "user", "content": "Fix the bug in src/app.py so that the tests pass."})
     for s in steps:
         kind = s[0]
@@ -242,6 +293,8 @@ def claude_code(i, steps, end):
             add("user", {"role": "user", "content": "This session is being continued from a previous conversation "
                          "that ran out of context. The summary below covers the earlier portion of the conversation."},
                 isCompactSummary=True, isVisibleInTranscriptOnly=True)
+        elif kind == "subagent":
+            subagent(s[1], s[2])
     if end == "claim":
         add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
                           "content": [{"type": "text", "text": "Done: the tests pass."}], "stop_reason": "end_turn"})
@@ -250,7 +303,7 @@ def claude_code(i, steps, end):
         add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
                           "content": [{"type": "text", "text": "The tests pass, so now"}], "stop_reason": None})
         add("user", {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]})
-    return f"projects/-srv-app/{sid}.jsonl", "\n".join(lines) + "\n"
+    return [(f"projects/-srv-app/{sid}.jsonl", "\n".join(lines) + "\n")] + subagents
 
 
 def codex(i, steps, end):
@@ -389,13 +442,16 @@ def run(a):
             root = tmp / source
             for k, (hazards, steps, end) in enumerate(plan(source, a.per_hazard, a.pairs, a.seed, only)):
                 i = offset + k
-                rel, text = write(i, steps, end)
-                path = root / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                if isinstance(text, bytes):
-                    path.write_bytes(text)
-                else:
-                    path.write_text(text)
+                written = write(i, steps, end)
+                # A writer gives (path, text), or a list of them (a session and its
+                # subagents' transcripts).
+                for rel, text in written if isinstance(written, list) else [written]:
+                    path = root / rel
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    if isinstance(text, bytes):
+                        path.write_bytes(text)
+                    else:
+                        path.write_text(text)
                 known[session_id(i)] = (source, hazards, truth(steps, end))
             offset += 100000
             done = subprocess.run([a.bin, "--store", store, "import", "--quiet", "--format", source, root],
