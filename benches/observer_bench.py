@@ -24,6 +24,9 @@ Hazards, one at a time and in pairs (deterministic from --seed):
                     blind spot, reported apart: see the README)
   suite_edit        the test file itself edited after the test
   elsewhere         the only test runs in another repository (`cd /srv/other && ...`)
+  container         the only test runs in a container (`docker compose exec -T web
+                    python -m pytest`, `docker run ... pytest`, `kubectl exec`): whether
+                    the container sees this workspace is not in the log
   cut               the log stops after a tool call, mid-turn (no claim)
   interrupt         a person interrupts the last turn (no claim)
   parallel          a patch and a test issued together, the patch ending after the
@@ -62,13 +65,16 @@ OTHER = "/srv/other"
 POSTURES = ["current", "stale", "failure", "gap", "unknown"]
 HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
            "script_write", "silent_script", "suite_edit", "elsewhere", "cut", "parallel", "interrupt",
-           "background", "compact", "subagent"]
+           "background", "compact", "subagent", "container"]
 # What scripts that write print, as real generators, fixers and formatters do.
 SCRIPT_REPORTS = ["updated 3 files", "Wrote src/generated.py", "Generated src/api/schema.json (3 ms)",
                   "Saved fixtures to tests/fixtures/data.json", "2 files reformatted, 1 file left unchanged",
                   "Regenerated 4 files", "Updated file: src/version.py"]
+# Tests run inside a container: the words before the test command.
+CONTAINERS = ["docker compose exec -T web", "docker exec app", "docker run --rm app-test",
+              "kubectl exec deploy/app --", "podman exec app"]
 ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}, "background": {"claude-code"},
-        "compact": {"claude-code", "codex"}, "subagent": {"claude-code"}}
+        "compact": {"claude-code", "codex"}, "subagent": {"claude-code"}, "container": {"claude-code", "codex"}}
 
 
 # --------------------------------------------------------------------------------------
@@ -102,6 +108,9 @@ def scenario(hazards, rng):
             steps.append(("edit", "tests/test_app.py", True))
         elif h == "elsewhere":
             steps = [s if s[0] != "test" else ("test", OTHER, s[2]) for s in steps]
+        elif h == "container":
+            box = rng.choice(CONTAINERS)
+            steps = [s if s[0] != "test" else ("test", box, s[2]) for s in steps]
         elif h == "cut":
             end = "cut"
         elif h == "interrupt":
@@ -168,6 +177,16 @@ def truth(steps, end):
 # --------------------------------------------------------------------------------------
 # logs in the sources' shapes
 # --------------------------------------------------------------------------------------
+
+def test_command(where, cmd):
+    """The test command run in the workspace, in another tree (`cd OTHER && ...`), or in
+    a container (its `docker ... exec` words first)."""
+    if where == WS:
+        return cmd
+    if where == OTHER:
+        return f"cd {OTHER} && {cmd}"
+    return f"{where} {cmd}"
+
 
 def session_id(i):
     return f"00000000-0000-4000-8000-{i:012d}"
@@ -256,7 +275,7 @@ def claude_code(i, steps, end):
                 call("Edit", {"file_path": path, "old_string": "y - 1", "new_string": "y + 1"},
                      "<tool_use_error>String to replace not found in file.</tool_use_error>", True)
         elif kind == "test":
-            cmd = "python3 -m pytest -q tests" if s[1] == WS else f"cd {s[1]} && python3 -m pytest -q tests"
+            cmd = test_command(s[1], "python3 -m pytest -q tests")
             if s[2] is None:
                 call("Bash", {"command": cmd}, None)
             else:
@@ -355,7 +374,11 @@ def codex(i, steps, end):
         if kind == "edit":
             patch(cid, s[1], s[2])
         elif kind == "test":
-            shell(cid, "pytest -q", s[1], None if s[2] is None else test_output(s[2]))
+            # Codex gives each call its working directory; a container test runs from the
+            # workspace.
+            workdir = s[1] if s[1] in (WS, OTHER) else WS
+            shell(cid, test_command(s[1], "pytest -q") if workdir == WS else "pytest -q", workdir,
+                  None if s[2] is None else test_output(s[2]))
         elif kind == "revert":
             shell(cid, revert_cmd(s), WS, (revert_output(s), 0))
         elif kind == "script":

@@ -26,8 +26,8 @@ fn the_derived_posture_never_over_claims_on_generated_hazards() {
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
     let report = text(&out.stdout);
     for source in [
-        "claude-code: 48",
-        "codex: 44",
+        "claude-code: 50",
+        "codex: 46",
         "inspect: 44",
         "gemini-cli: 42",
         "openhands: 42",

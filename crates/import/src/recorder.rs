@@ -17,7 +17,7 @@
 //! (and into a derived `patch.diff` when the log has no patch of its own), and the task
 //! prompt and final message default to the first person's and the agent's last words.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use epistore_package::{
     BuiltPackage, Layout, PackageBuilder, Posture, Problem, TraceKind, FINAL_STATE_DIGEST, FORMAT_V1_2, STATE_DIGEST,
@@ -414,6 +414,11 @@ pub struct Recorder {
     mutation_ends: Vec<(u64, u64, i64)>,
     /// The call being recorded: its tools seq and when it ended, if known.
     current_call: Option<(u64, Option<i64>)>,
+    /// Commands left running in the background, by the id the log gives them: the
+    /// tools seq of the call that started each.
+    background: HashMap<String, u64>,
+    /// The checks each shell call recorded: (tools seq, verification seq).
+    call_checks: Vec<(u64, u64)>,
 }
 
 /// Secrets found in a package, counted by pattern (in [`secrets`] table order).
@@ -477,6 +482,8 @@ impl Recorder {
             ok_mutations: 0,
             mutation_ends: Vec::new(),
             current_call: None,
+            background: HashMap::new(),
+            call_checks: Vec::new(),
             max_file_bytes: epistore_package::Limits::default().max_file_bytes,
         }
     }
@@ -618,6 +625,47 @@ impl Recorder {
             })
             .collect()
     }
+    /// The shell call recorded as `tool_seq` was left running in the background under
+    /// the log's id `id` (Claude Code's `backgroundTaskId`): its result comes later
+    /// ([`Recorder::background_ended`]).
+    pub fn background(&mut self, id: impl Into<String>, tool_seq: u64) {
+        self.background.insert(id.into(), tool_seq);
+    }
+
+    /// A background command's exit code, read from its output later (Claude Code's
+    /// `BashOutput` / `TaskOutput` showing it completed). Each check of the call whose
+    /// result was unknown takes it (graded derived); the check stays bound to the
+    /// revision the command started on. False when the id names no background command
+    /// or none of its checks was waiting.
+    pub fn background_ended(&mut self, id: &str, exit_code: i64) -> bool {
+        let Some(&tool_seq) = self.background.get(id) else { return false };
+        let waiting: Vec<u64> = self
+            .call_checks
+            .iter()
+            .filter(|(t, _)| *t == tool_seq)
+            .map(|(_, c)| *c)
+            .filter(|c| {
+                self.builder.records(TraceKind::Verification).into_iter().flatten().any(|r| {
+                    r.get("seq").and_then(Value::as_u64) == Some(*c)
+                        && r.get("result").and_then(Value::as_str) == Some("unknown")
+                })
+            })
+            .collect();
+        for check in &waiting {
+            let result = if exit_code == 0 { "pass" } else { "fail" };
+            self.builder.set_field(TraceKind::Verification, *check, "result", json!(result));
+            self.builder.set_field(TraceKind::Verification, *check, "exit_code", json!(exit_code));
+            self.builder.set_field(TraceKind::Verification, *check, "grade", json!(Grade::Derived.name()));
+        }
+        if !waiting.is_empty() {
+            self.note(
+                "a check ran in the background: its result was read from its output when the agent fetched it, and \
+                 it stays bound to the revision it started on",
+            );
+        }
+        !waiting.is_empty()
+    }
+
     /// Facts another source gives about a call this log shows (a session's telemetry:
     /// its duration, the person's decision), put on the call's tools record as
     /// `telemetry` (kept in the record's extra), with its `duration_ms` when the log
@@ -1043,7 +1091,8 @@ impl Recorder {
                              parallel): it is bound to the revision before that mutation",
                         );
                     }
-                    self.push(TraceKind::Verification, call.ts.as_deref(), grade, f);
+                    let check = self.push(TraceKind::Verification, call.ts.as_deref(), grade, f);
+                    self.call_checks.push((tool_seq, check));
                 }
                 SegmentKind::Mutation { kind, paths, inside } => {
                     let ok = shell::mutation_ok(&analysis, i, exit) && !changed_nothing;

@@ -122,6 +122,32 @@ fn bash_exit(res: &Res) -> Option<i64> {
     clean.then_some(0)
 }
 
+/// The id of a command Claude Code left running in the background
+/// (`toolUseResult.backgroundTaskId`, or the result's `Command running in background
+/// with ID: X`).
+fn background_id(res: &Res) -> Option<String> {
+    let structured = res.structured.as_ref().and_then(|s| s.get("backgroundTaskId")).and_then(Value::as_str);
+    let from_text = res
+        .text
+        .strip_prefix("Command running in background with ID: ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|id| id.trim_end_matches('.'));
+    structured.or(from_text).filter(|id| !id.is_empty()).map(str::to_string)
+}
+
+/// The exit code a `BashOutput` / `TaskOutput` result shows for a command that has
+/// completed (`<status>completed</status>` ... `<exit_code>N</exit_code>`); none while it
+/// is still running.
+fn completed_exit(text: &str) -> Option<i64> {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let at = text.find(&open)? + open.len();
+        let end = text[at..].find(&format!("</{name}>"))?;
+        Some(text[at..at + end].trim().to_string())
+    };
+    (tag("status")?.as_str() == "completed").then(|| tag("exit_code")?.parse().ok()).flatten()
+}
+
 /// What the whole stream showed, for the caller's notes.
 #[derive(Debug, Default)]
 pub(super) struct Summary {
@@ -277,7 +303,10 @@ fn call(rec: &mut Recorder, ev: &Ev, parts: CallParts<'_>, res: Option<&Res>, de
                 c.failure_type = Some("other");
             }
         }
-        rec.shell(c, &command);
+        let tool_seq = rec.shell(c, &command);
+        if let Some(id) = res.and_then(background_id) {
+            rec.background(id, tool_seq);
+        }
         return;
     }
     if let Some(t) = error_text {
@@ -302,6 +331,13 @@ fn call(rec: &mut Recorder, ev: &Ev, parts: CallParts<'_>, res: Option<&Res>, de
         rec.edit(c, if created { EditKind::Create } else { EditKind::Edit }, &paths, ok);
     } else if let Some(kind) = kind_of(name) {
         rec.tool(c, kind, &paths);
+        // Reading a background command's output once it completed gives its exit code.
+        if matches!(name, "BashOutput" | "TaskOutput") {
+            let id = input.get("bash_id").or_else(|| input.get("task_id")).and_then(Value::as_str);
+            if let (Some(id), Some(code)) = (id, res.and_then(|r| completed_exit(&r.text))) {
+                rec.background_ended(id, code);
+            }
+        }
     } else {
         rec.opaque(c);
     }

@@ -444,3 +444,27 @@ fn a_truncated_or_malformed_copy_is_refused_at_its_line() {
 
 mod content;
 mod synthetic;
+
+/// The real session's `mix test test/spotter_web/live/session_live_test.exs` ran past its
+/// 60 s timeout and Claude Code moved it to the background (`Command running in
+/// background with ID: b7636e2`, line 456); line 457 fetches it with `TaskOutput`, whose
+/// result shows `<status>completed</status>` and `<exit_code>0</exit_code>`.
+/// docs/importers.md §10: the check takes that result, derived, and keeps the revision
+/// it started on.
+#[test]
+fn a_test_moved_to_the_background_takes_the_result_its_output_shows() {
+    let run = one(&[BIG, BIG_SUB, BIG_COMPACT]);
+    let checks: Vec<_> = run
+        .package
+        .episode
+        .checks
+        .iter()
+        .flatten()
+        .filter(|c| c.command.as_deref() == Some("mix test test/spotter_web/live/session_live_test.exs 2>&1"))
+        .collect();
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].result.as_deref(), Some("pass"));
+    assert_eq!(checks[0].common.grade, "derived");
+    assert_eq!(checks[0].exit_code, Some(0));
+    assert!(notes(&run.package.episode).iter().any(|n| n.starts_with("a check ran in the background")));
+}

@@ -300,3 +300,70 @@ fn a_log_naming_no_model_is_refused_without_one() {
     assert_eq!(e.manifest.model, "claude-x");
     assert_eq!(e.outcome.stop_reason, "budget_exhausted");
 }
+
+/// A test left running in the background (`run_in_background`), its output read with
+/// `BashOutput` once it completed. docs/importers.md §10: "a check is bound to the
+/// revision it started on"; its result is what the completed output shows (derived),
+/// so an edit landing while it ran leaves it stale, and without one it is current.
+#[test]
+fn a_background_test_takes_its_result_from_its_output_and_keeps_its_revision() {
+    use serde_json::json;
+    let sid = "66666666-2222-3333-4444-555555555555";
+    let session = |edit_between: bool| {
+        let mut n = 0;
+        let mut parent: Option<String> = None;
+        let mut out = Vec::new();
+        let mut add = |kind: &str, message: serde_json::Value, extra: serde_json::Value| {
+            n += 1;
+            let uid = format!("00000000-0000-4000-8000-{n:012}");
+            let mut rec = json!({"parentUuid": parent, "isSidechain": false, "type": kind, "message": message,
+                "uuid": uid, "timestamp": format!("2026-01-01T10:00:{n:02}.000Z"), "sessionId": sid,
+                "cwd": "/srv/app", "version": "2.1.39", "userType": "external"});
+            if let (Some(r), Some(e)) = (rec.as_object_mut(), extra.as_object()) {
+                r.extend(e.clone());
+            }
+            out.push(line(rec));
+            parent = Some(uid);
+        };
+        let call = |id: &str, name: &str, input: serde_json::Value| {
+            json!({"id": format!("m-{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]})
+        };
+        let result = |id: &str, text: &str| json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": text}]});
+        add("user", json!({"role": "user", "content": "Run the tests."}), json!({}));
+        add("assistant", call("t1", "Bash", json!({"command": "pytest -q", "run_in_background": true})), json!({}));
+        add(
+            "user",
+            result("t1", "Command running in background with ID: bash_1"),
+            json!({"toolUseResult": {"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": "bash_1"}}),
+        );
+        if edit_between {
+            let edit = json!({"file_path": "/srv/app/a.py", "old_string": "a", "new_string": "b"});
+            add("assistant", call("t2", "Edit", edit), json!({}));
+            add("user", result("t2", "The file /srv/app/a.py has been updated successfully."), json!({}));
+        }
+        add("assistant", call("t3", "BashOutput", json!({"bash_id": "bash_1"})), json!({}));
+        add(
+            "user",
+            result(
+                "t3",
+                "<status>completed</status>\n\n<exit_code>0</exit_code>\n\n<stdout>\n3 passed in 0.04s\n</stdout>",
+            ),
+            json!({}),
+        );
+        out.join("\n") + "\n"
+    };
+    for (edit_between, posture) in [(false, "current"), (true, "stale")] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_temp(&dir, &format!("{sid}.jsonl"), &session(edit_between));
+        let (_, runs) = import_paths(&[p], &Options::default());
+        let e = runs.into_iter().next().unwrap().unwrap().package.episode;
+        let checks: Vec<_> = e.checks.iter().flatten().collect();
+        assert_eq!(checks.len(), 1, "the launch is the check; reading its output is not another");
+        assert_eq!(checks[0].result.as_deref(), Some("pass"));
+        assert_eq!(checks[0].common.grade, "derived");
+        assert_eq!(checks[0].bound_revision, 0, "bound to the revision it started on");
+        assert_eq!(checks[0].fresh, !edit_between);
+        assert_eq!(e.derived.posture, posture, "edit between: {edit_between}");
+    }
+}
