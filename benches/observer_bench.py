@@ -16,6 +16,8 @@ Hazards, one at a time and in pairs (deterministic from --seed):
   final_fail        the last test fails
   failed_edit       an edit the tool refused (no change: the test stays current)
   missing_output    the last test's result is missing from the log
+  rejected_edit     the person rejects an edit after the test (Claude Code's permission
+                    prompt): nothing was written, so the test stays current
   revert            `git checkout -- FILE` or `git stash` after the test
   mcp_write         an MCP tool writes a workspace file after the test (Claude Code)
   script_write      an opaque script writes after the test (`python3 scripts/...`) and
@@ -65,7 +67,7 @@ OTHER = "/srv/other"
 POSTURES = ["current", "stale", "failure", "gap", "unknown"]
 HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
            "script_write", "silent_script", "suite_edit", "elsewhere", "cut", "parallel", "interrupt",
-           "background", "compact", "subagent", "container"]
+           "background", "compact", "subagent", "container", "rejected_edit"]
 # What scripts that write print, as real generators, fixers and formatters do.
 SCRIPT_REPORTS = ["updated 3 files", "Wrote src/generated.py", "Generated src/api/schema.json (3 ms)",
                   "Saved fixtures to tests/fixtures/data.json", "2 files reformatted, 1 file left unchanged",
@@ -74,7 +76,8 @@ SCRIPT_REPORTS = ["updated 3 files", "Wrote src/generated.py", "Generated src/ap
 CONTAINERS = ["docker compose exec -T web", "docker exec app", "docker run --rm app-test",
               "kubectl exec deploy/app --", "podman exec app"]
 ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}, "background": {"claude-code"},
-        "compact": {"claude-code", "codex"}, "subagent": {"claude-code"}, "container": {"claude-code", "codex"}}
+        "compact": {"claude-code", "codex"}, "subagent": {"claude-code"}, "container": {"claude-code", "codex"},
+        "rejected_edit": {"claude-code"}}
 
 
 # --------------------------------------------------------------------------------------
@@ -125,6 +128,8 @@ def scenario(hazards, rng):
             steps.append(("compact",))
         elif h == "subagent":
             steps.append(("subagent", src, "pass"))
+        elif h == "rejected_edit":
+            steps.append(("rejected", src))
     return steps, end
 
 
@@ -314,6 +319,12 @@ def claude_code(i, steps, end):
                 isCompactSummary=True, isVisibleInTranscriptOnly=True)
         elif kind == "subagent":
             subagent(s[1], s[2])
+        elif kind == "rejected":
+            path = f"{WS}/{s[1]}"
+            call("Edit", {"file_path": path, "old_string": "x + 1", "new_string": "x + 2"},
+                 "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
+                 "file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the "
+                 "user to tell you how to proceed.", True)
     if end == "claim":
         add("assistant", {"id": f"msg_{i}_end", "type": "message", "role": "assistant", "model": "claude-bench",
                           "content": [{"type": "text", "text": "Done: the tests pass."}], "stop_reason": "end_turn"})
