@@ -19,6 +19,10 @@ pub struct CollectArgs {
     /// Where to listen. Any address but loopback needs --token.
     #[arg(long, default_value = "127.0.0.1:4318")]
     pub addr: SocketAddr,
+    /// Also receive OTLP/gRPC here (Gemini CLI's default: 127.0.0.1:4317). Any address
+    /// but loopback needs --token.
+    #[arg(long, value_name = "ADDR")]
+    pub grpc_addr: Option<SocketAddr>,
     /// Bearer token every request must carry (`Authorization: Bearer TOKEN`; agents:
     /// OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer TOKEN").
     #[arg(long, env = "EPISTORE_COLLECT_TOKEN", hide_env_values = true)]
@@ -112,6 +116,9 @@ pub fn collect(store_dir: &Path, args: &CollectArgs) -> Result<ExitCode> {
     use std::io::Write;
     let token = args.token.clone().filter(|t| !t.is_empty());
     epistore_server::check_exposure(args.addr, token.as_deref())?;
+    if let Some(grpc) = args.grpc_addr {
+        epistore_server::check_exposure(grpc, token.as_deref())?;
+    }
     if !(args.idle.is_finite() && args.idle > 0.0) {
         anyhow::bail!("--idle must be a number of seconds above 0");
     }
@@ -134,10 +141,18 @@ pub fn collect(store_dir: &Path, args: &CollectArgs) -> Result<ExitCode> {
         let listener =
             tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
         let local = listener.local_addr()?;
-        // Scripts wait for this line (and read the port from it when asked for 0).
+        let grpc = match args.grpc_addr {
+            Some(a) => Some(tokio::net::TcpListener::bind(a).await.with_context(|| format!("binding {a}"))?),
+            None => None,
+        };
+        // Scripts wait for these lines (and read the ports from them when asked for 0):
+        // the gRPC one first, so the HTTP one says both are ready.
+        if let Some(g) = &grpc {
+            println!("listening on grpc://{}", g.local_addr()?);
+        }
         println!("listening on http://{local}");
         let _ = std::io::stdout().flush();
-        collector.serve(listener, stopped()).await?;
+        collector.serve(listener, grpc, stopped()).await?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -190,8 +190,9 @@ enum Command {
     /// summarise an episode, compute a metric with its interval and compare two
     /// entries. Register it with your agent as docs/mcp.md shows.
     Mcp(McpArgs),
-    /// Receive the telemetry coding agents export (OTLP/HTTP: Claude Code, Codex,
-    /// Gemini CLI) and store each agent session as an episode.
+    /// Receive the telemetry coding agents export (OTLP over HTTP, and gRPC with
+    /// --grpc-addr: Claude Code, Codex, Gemini CLI) and store each agent session as an
+    /// episode.
     ///
     /// Records are grouped by session id and kept in a session file until the session
     /// has been quiet for --idle seconds (or Gemini CLI says it finished, or the

@@ -27,6 +27,7 @@ use axum::Router;
 use serde_json::{json, Value};
 
 pub mod decode;
+mod grpc;
 pub mod spool;
 
 pub use decode::{Encoding, Signal};
@@ -161,8 +162,19 @@ impl Collector {
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
+        grpc: Option<tokio::net::TcpListener>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
+        // One stop for both transports.
+        let (stopping, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stopping.send(true);
+        });
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let grpc = grpc.map(|l| tokio::spawn(grpc::serve(self.clone(), l, stopped(stop_rx.clone()))));
         let stop = Arc::new(tokio::sync::Notify::new());
         let ticker = {
             let me = self.clone();
@@ -179,7 +191,14 @@ impl Collector {
                 }
             })
         };
-        let served = axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await;
+        let served = axum::serve(listener, self.router()).with_graceful_shutdown(stopped(stop_rx)).await;
+        if let Some(g) = grpc {
+            match g.await {
+                Ok(Err(e)) => (self.inner.log)(&format!("the gRPC receiver stopped: {e}")),
+                Err(e) => (self.inner.log)(&format!("the gRPC receiver stopped: {e}")),
+                Ok(Ok(())) => {}
+            }
+        }
         stop.notify_one();
         let _ = ticker.await;
         let me = self.clone();
@@ -241,14 +260,7 @@ impl Collector {
     }
 
     fn authorised(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = &self.inner.config.token else { return true };
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        // Compared as hashes: the time taken says nothing about the token.
-        blake3::hash(given.as_bytes()) == blake3::hash(token.as_bytes())
+        self.token_ok(headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()))
     }
 
     /// Checks and decodes a request's body, or the status and message that refuse it.
@@ -292,6 +304,65 @@ impl Collector {
     }
 }
 
+/// Why decoded records were not taken.
+pub(crate) enum Untaken {
+    /// Over the pending cap: the oldest sessions are being committed; retry shortly.
+    Busy,
+    /// The session file could not be written.
+    Failed(String),
+}
+
+impl Collector {
+    /// Takes a decoded logs request (OTLP JSON), whichever transport brought it: its
+    /// records cut by session and appended to the session files.
+    pub(crate) async fn take_logs(&self, request: Value) -> std::result::Result<(), Untaken> {
+        let split = spool::split(&request);
+        self.inner.stats.records.fetch_add(split.records, Ordering::Relaxed);
+        self.inner.stats.unattributed.fetch_add(split.unattributed, Ordering::Relaxed);
+        let me = self.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let mut spool = me.inner.spool.lock().unwrap_or_else(|e| e.into_inner());
+            if spool.pending() > me.inner.config.max_pending {
+                return Err(Untaken::Busy);
+            }
+            spool.append(split.sessions).map_err(|e| Untaken::Failed(format!("cannot write the session file: {e}")))
+        })
+        .await
+        .map_err(|e| Untaken::Failed(e.to_string()))?;
+        match written {
+            Ok(finished) => {
+                if finished {
+                    self.inner.wake.notify_one();
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // Over the cap, the commit loop starts on the oldest sessions now.
+                self.inner.wake.notify_one();
+                Err(e)
+            }
+        }
+    }
+
+    /// Counts a decoded traces or metrics request (neither is stored).
+    pub(crate) fn count(&self, signal: Signal, request: &Value) {
+        let (counter, path) = match signal {
+            Signal::Traces => (&self.inner.stats.spans, ["resourceSpans", "scopeSpans", "spans"]),
+            Signal::Metrics => (&self.inner.stats.metric_points, ["resourceMetrics", "scopeMetrics", "metrics"]),
+            Signal::Logs => return,
+        };
+        counter.fetch_add(decode::count(request, &path), Ordering::Relaxed);
+    }
+
+    /// Whether a bearer token given as `authorization` is the one required.
+    pub(crate) fn token_ok(&self, authorization: Option<&str>) -> bool {
+        let Some(token) = &self.inner.config.token else { return true };
+        let given = authorization.and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("");
+        // Compared as hashes: the time taken says nothing about the token.
+        blake3::hash(given.as_bytes()) == blake3::hash(token.as_bytes())
+    }
+}
+
 /// A refusal: the status and a message saying what failed.
 fn refusal(status: StatusCode, message: &str) -> Response {
     (
@@ -319,57 +390,29 @@ async fn logs(State(c): State<Collector>, headers: HeaderMap, body: Bytes) -> Re
         Ok(ok) => ok,
         Err((status, why)) => return refusal(status, &why),
     };
-    let split = spool::split(&request);
-    c.inner.stats.records.fetch_add(split.records, Ordering::Relaxed);
-    c.inner.stats.unattributed.fetch_add(split.unattributed, Ordering::Relaxed);
-    let me = c.clone();
-    let written = tokio::task::spawn_blocking(move || {
-        let mut spool = me.inner.spool.lock().unwrap_or_else(|e| e.into_inner());
-        if spool.pending() > me.inner.config.max_pending {
-            return Err(None);
-        }
-        spool.append(split.sessions).map_err(Some)
-    })
-    .await;
-    match written {
-        Ok(Ok(finished)) => {
-            if finished {
-                c.inner.wake.notify_one();
-            }
-            success(encoding)
-        }
-        Ok(Err(None)) => {
-            // Over the cap: the oldest sessions are committed now; the sender retries.
-            c.inner.wake.notify_one();
+    match c.take_logs(request).await {
+        Ok(()) => success(encoding),
+        Err(Untaken::Busy) => {
             let mut r = refusal(StatusCode::SERVICE_UNAVAILABLE, "the collector is committing sessions: retry shortly");
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
             r
         }
-        Ok(Err(Some(e))) => refusal(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot write the session file: {e}")),
-        Err(e) => refusal(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(Untaken::Failed(why)) => refusal(StatusCode::INTERNAL_SERVER_ERROR, &why),
     }
 }
 
 async fn traces(State(c): State<Collector>, headers: HeaderMap, body: Bytes) -> Response {
-    match c.accept(Signal::Traces, &headers, &body) {
-        Ok((encoding, request)) => {
-            c.inner
-                .stats
-                .spans
-                .fetch_add(decode::count(&request, &["resourceSpans", "scopeSpans", "spans"]), Ordering::Relaxed);
-            success(encoding)
-        }
-        Err((status, why)) => refusal(status, &why),
-    }
+    counted(c, Signal::Traces, headers, body)
 }
 
 async fn metrics(State(c): State<Collector>, headers: HeaderMap, body: Bytes) -> Response {
-    match c.accept(Signal::Metrics, &headers, &body) {
+    counted(c, Signal::Metrics, headers, body)
+}
+
+fn counted(c: Collector, signal: Signal, headers: HeaderMap, body: Bytes) -> Response {
+    match c.accept(signal, &headers, &body) {
         Ok((encoding, request)) => {
-            c.inner
-                .stats
-                .metric_points
-                .fetch_add(decode::count(&request, &["resourceMetrics", "scopeMetrics", "metrics"]), Ordering::Relaxed);
+            c.count(signal, &request);
             success(encoding)
         }
         Err((status, why)) => refusal(status, &why),

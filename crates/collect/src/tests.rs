@@ -103,30 +103,38 @@ impl Committer for Recording {
 
 struct Running {
     addr: SocketAddr,
+    grpc: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     done: Option<std::thread::JoinHandle<()>>,
 }
 
+fn loopback() -> std::net::TcpListener {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    listener
+}
+
 impl Running {
+    /// The collector on two loopback ports: OTLP/HTTP and OTLP/gRPC.
     fn start(config: Config, committer: Recording) -> Running {
         let collector = Collector::new(config, committer, |_| {}).unwrap();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        listener.set_nonblocking(true).unwrap();
+        let (http, grpc) = (loopback(), loopback());
+        let (addr, grpc_addr) = (http.local_addr().unwrap(), grpc.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let done = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let http = tokio::net::TcpListener::from_std(http).unwrap();
+                let grpc = tokio::net::TcpListener::from_std(grpc).unwrap();
                 collector
-                    .serve(listener, async move {
+                    .serve(http, Some(grpc), async move {
                         let _ = stopped.await;
                     })
                     .await
                     .unwrap();
             });
         });
-        Running { addr, stop: Some(stop), done: Some(done) }
+        Running { addr, grpc: grpc_addr, stop: Some(stop), done: Some(done) }
     }
 
     fn stop(mut self) {
@@ -298,4 +306,48 @@ fn session_files_left_by_a_stopped_collector_are_committed_when_it_starts() {
     }
     run.stop();
     assert_eq!(committed.0.lock().unwrap()[0].0, "s.otlp.jsonl");
+}
+
+/// One OTLP/gRPC logs export, gzip-compressed as Gemini CLI sends it: the status code.
+fn export_grpc(addr: SocketAddr, json: &[u8], token: Option<&str>) -> tonic::Code {
+    use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsServiceClient;
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    let request: ExportLogsServiceRequest = serde_json::from_slice(json).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        let mut client = LogsServiceClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap()
+            .send_compressed(tonic::codec::CompressionEncoding::Gzip);
+        let mut req = tonic::Request::new(request);
+        if let Some(t) = token {
+            req.metadata_mut().insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        match client.export(req).await {
+            Ok(_) => tonic::Code::Ok,
+            Err(status) => status.code(),
+        }
+    })
+}
+
+#[test]
+fn grpc_exports_reach_the_same_session_file_as_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let committed = Recording::default();
+    let mut config = Config::new(dir.path().join("spool"));
+    config.token = Some("t".into());
+    let run = Running::start(config, committed.clone());
+    let body = fixture("gemini-cli", "gemini-cli-logs.json");
+    assert_eq!(export_grpc(run.grpc, &body, None), tonic::Code::Unauthenticated);
+    assert_eq!(export_grpc(run.grpc, &body, Some("t")), tonic::Code::Ok);
+    assert_eq!(send(run.addr, "/v1/logs", &[JSON, ("Authorization", "Bearer t")], &body, false).0, 200);
+    run.stop();
+    let files = committed.0.lock().unwrap().clone();
+    assert_eq!(files.len(), 1);
+    let want = events_of(&serde_json::from_slice(&body).unwrap());
+    let lines: Vec<&str> = std::str::from_utf8(&files[0].1).unwrap().lines().collect();
+    assert_eq!(lines.len(), 2, "the refused export left nothing");
+    for line in lines {
+        assert_eq!(events_of(&serde_json::from_str(line).unwrap()), want);
+    }
 }
