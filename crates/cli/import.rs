@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use epistore_import::otel::Agent;
+use epistore_import::otel::{Agent, MERGED_NOTE};
 use epistore_import::{plan, read_unit, Companion, Context, Format, Options, Part, Prior, Refusal, Run, Unit};
 use epistore_package::{hex, Hash};
 use epistore_store::{FileEntry, IngestOptions, PackageOutcome, Snapshot, Store};
@@ -203,6 +203,8 @@ struct StoredImports {
     by_label: HashMap<(String, String), Vec<(Hash, FileEntry)>>,
     /// The latest stored episode of every (source format, episode label).
     latest: HashMap<(String, String), (u64, Hash)>,
+    /// Episodes a later one supersedes: never superseded a second time.
+    superseded: std::collections::HashSet<Hash>,
     snapshot: Mutex<Snapshot>,
 }
 
@@ -247,7 +249,8 @@ impl StoredImports {
             }
             Ok(true)
         })?;
-        Ok(StoredImports { keys, reimport, by_label, latest, snapshot: Mutex::new(snapshot) })
+        let superseded = snapshot.superseded()?.into_iter().map(|(old, _)| old).collect();
+        Ok(StoredImports { keys, reimport, by_label, latest, superseded, snapshot: Mutex::new(snapshot) })
     }
 
     /// Whether the unit's main source part (its first file, and the part of it) was the
@@ -305,6 +308,11 @@ impl StoredImports {
         // superseded the other), so the chain stays one episode.
         let mut best: Option<(usize, Hash)> = None;
         for (id, file) in candidates {
+            // A superseded import is not the run's latest state (a merged episode with
+            // the same session file superseded it): the chain goes on from its successor.
+            if self.superseded.contains(id) {
+                continue;
+            }
             let Ok(Some(record)) = snapshot.episode(id) else {
                 continue;
             };
@@ -314,7 +322,8 @@ impl StoredImports {
             let relation = copy_relation(&old, &new).or_else(|| {
                 copy_relation(&old, redacted.get_or_insert_with(|| epistore_import::secrets::redact(&new).0))
             });
-            if relation == Some(wanted) && best.is_none_or(|(len, _)| old.len() > len) {
+            // On a tie the later import (candidates are in ingest order) is the latest.
+            if relation == Some(wanted) && best.is_none_or(|(len, _)| old.len() >= len) {
                 best = Some((old.len(), *id));
             }
         }
@@ -341,32 +350,41 @@ impl Prior for StoredImports {
     fn companion(&self, format: Format, episode: &str) -> Option<Companion> {
         let (agent, telemetry) = Agent::of(format)?;
         // Telemetry pairs with the session file's episode (plain or merged); a session
-        // file with the newest episode holding the telemetry (collected or merged).
+        // file with the newest current episode holding the session's telemetry
+        // (collected, or merged).
         let formats = if telemetry { vec![agent.transcript()] } else { vec![agent.format(), agent.transcript()] };
+        let snapshot = self.snapshot.lock().ok()?;
         let mut found: Vec<(u64, Hash, Format)> = formats
             .into_iter()
             .filter_map(|f| self.latest.get(&(f.name().to_string(), episode.to_string())).map(|(s, id)| (*s, *id, f)))
+            .filter(|(_, id, _)| !self.superseded.contains(id))
             .collect();
         found.sort_by_key(|(seq, _, _)| std::cmp::Reverse(*seq));
-        let snapshot = self.snapshot.lock().ok()?;
-        found.into_iter().find_map(|(_, id, format)| {
+        // The newest candidate that has what is asked for, and only it: an older one is
+        // not the session's latest state.
+        let (id, format, record) = found.into_iter().find_map(|(_, id, format)| {
             let record = snapshot.episode(&id).ok()??;
-            let files = record.manifest.provenance()?.get("source_files")?.as_array()?.clone();
-            // A session file's episode without telemetry has nothing to give a session
-            // file: known from its provenance, before any source copy is read.
-            if !(telemetry || format == agent.format() || files.len() > 1) {
-                return None;
-            }
-            let mut sources = Vec::new();
-            for f in &files {
-                let name = f.get("name").and_then(Value::as_str)?;
-                let hash = f.get("blake3").and_then(Value::as_str).unwrap_or("");
-                let path = epistore_import::source_artifact(name);
-                let entry = record.files.iter().find(|e| e.path == path)?;
-                sources.push((name.to_string(), hash.to_string(), snapshot.file(&record, entry).ok()?));
-            }
-            Some(Companion { episode_id: hex(&id), format, sources })
-        })
+            let notes = record.manifest.provenance()?.get("notes")?.as_array()?.clone();
+            let merged = notes.iter().filter_map(Value::as_str).any(|n| n.starts_with(MERGED_NOTE));
+            // A session file's plain episode has no telemetry to give a session file.
+            (telemetry || format == agent.format() || merged).then_some((id, format, record))
+        })?;
+        let files = record.manifest.provenance()?.get("source_files")?.as_array()?.clone();
+        let mut sources = Vec::new();
+        for f in &files {
+            let name = f.get("name").and_then(Value::as_str)?;
+            let hash = f.get("blake3").and_then(Value::as_str).unwrap_or("");
+            let part = match f.get("part") {
+                Some(Value::String(p)) => Some(p.clone()),
+                Some(Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            };
+            // A copy left out (over the package file limit): nothing is merged.
+            let entry = record.files.iter().find(|e| e.path == epistore_import::source_artifact(name))?;
+            let bytes = snapshot.file(&record, entry).ok()?;
+            sources.push(epistore_import::Source { name: name.to_string(), blake3: hash.to_string(), part, bytes });
+        }
+        Some(Companion { episode_id: hex(&id), format, sources })
     }
 }
 

@@ -320,3 +320,56 @@ fn fifty_concurrent_senders_lose_nothing() {
         assert_eq!(r["tokens_out"], (330 * REQUESTS) as i64, "{r}");
     }
 }
+
+/// The transcript's first `keep` lines (a session file as it was earlier).
+fn transcript_head(dir: &std::path::Path, keep: usize) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(repo_root().join(TRANSCRIPT)).unwrap();
+    let head: String = text.lines().take(keep).map(|l| format!("{l}\n")).collect();
+    let path = dir.join("d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl");
+    std::fs::write(&path, head).unwrap();
+    path
+}
+
+#[test]
+fn a_session_file_that_grows_after_the_merge_supersedes_the_merged_episode() {
+    let store = TestStore::new();
+    let logs = store.dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    // The file as it was, then its telemetry (merged), then the file grown to its end.
+    import(&store, &transcript_head(&logs, 20));
+    let telemetry = store.dir.path().join("telemetry.json");
+    std::fs::write(&telemetry, fixture(TRANSCRIPT_TELEMETRY)).unwrap();
+    import(&store, &telemetry);
+    std::fs::copy(repo_root().join(TRANSCRIPT), logs.join("d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl")).unwrap();
+    import(&store, &logs.join("d6e0bada-1959-4eec-a9d2-0bfade768d8f.jsonl"));
+    // One current episode: the grown file with the telemetry, superseding the merge.
+    assert_merged(&store);
+    let chain = store.sql("SELECT count(*) AS n FROM all_episodes WHERE superseded_by IS NOT NULL");
+    assert_eq!(chain[0]["n"], 2, "the first import and the first merge are both superseded");
+}
+
+#[test]
+fn a_session_with_subagents_keeps_their_calls_when_its_telemetry_merges() {
+    let store = TestStore::new();
+    let big = repo_root().join("tests/fixtures/real/claude-code/4d5611e5-241a-462a-8d15-5122611a9569.jsonl");
+    let subagents = repo_root().join("tests/fixtures/real/claude-code/4d5611e5-241a-462a-8d15-5122611a9569");
+    let out = store.run(&["import", big.to_str().unwrap(), subagents.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let before = store.sql("SELECT n_tools FROM episodes")[0]["n_tools"].as_i64().unwrap();
+    // Telemetry of the same session (the constructed payload, its session id changed).
+    let telemetry = String::from_utf8(fixture(TRANSCRIPT_TELEMETRY))
+        .unwrap()
+        .replace("d6e0bada-1959-4eec-a9d2-0bfade768d8f", "4d5611e5-241a-462a-8d15-5122611a9569");
+    let path = store.dir.path().join("telemetry.json");
+    std::fs::write(&path, telemetry).unwrap();
+    import(&store, &path);
+    let rows = store.sql("SELECT source_format, n_tools, cost_usd FROM episodes");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["source_format"], "claude-code");
+    assert_eq!(rows[0]["n_tools"].as_i64().unwrap(), before, "the subagents' calls are still there");
+    // Importing the session again finds its telemetry in the merged episode, not in its
+    // subagents' transcripts: nothing changes.
+    let again = store.run(&["import", big.to_str().unwrap(), subagents.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(store.sql("SELECT count(*) AS n FROM all_episodes")[0]["n"], 2);
+}

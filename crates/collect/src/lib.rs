@@ -39,6 +39,8 @@ pub enum Error {
     Io { path: PathBuf, source: std::io::Error },
     #[error("serving: {0}")]
     Serve(std::io::Error),
+    #[error("{0}: another collector is using this spool (give each its own --spool)")]
+    SpoolInUse(PathBuf),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -154,6 +156,8 @@ impl Collector {
             .route("/v1/traces", post(traces))
             .route("/v1/metrics", post(metrics))
             .route("/stats", get(stats))
+            // axum's own limit (2 MiB) would refuse bodies this collector takes.
+            .layer(axum::extract::DefaultBodyLimit::max(self.inner.config.max_body))
             .with_state(self.clone())
     }
 
@@ -229,11 +233,17 @@ impl Collector {
                 }
             }
         };
-        let Some((snapshot, taken)) = snapshot else { return };
+        let Some(taken) = snapshot else { return };
+        let snapshot = taken.copy.clone();
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         match self.inner.committer.commit(&snapshot) {
             Ok(done) => {
                 self.inner.stats.commits.fetch_add(1, Ordering::Relaxed);
+                let mut spool = self.inner.spool.lock().unwrap_or_else(|e| e.into_inner());
+                if let Err(e) = spool.committed(file, &taken) {
+                    (self.inner.log)(&format!("cannot mark {} committed: {e}", file.display()));
+                }
+                drop(spool);
                 self.inner.stats.episodes.fetch_add(done.imported, Ordering::Relaxed);
                 let what = if !done.refused.is_empty() {
                     format!("refused: {}", done.refused.join("; "))
@@ -253,7 +263,7 @@ impl Collector {
                 self.inner.stats.commit_errors.fetch_add(1, Ordering::Relaxed);
                 (self.inner.log)(&format!("commit of {name} failed (retried at the next tick): {e}"));
                 let mut spool = self.inner.spool.lock().unwrap_or_else(|e| e.into_inner());
-                spool.uncommit(file, taken);
+                spool.uncommit(file, &taken);
             }
         }
         let _ = std::fs::remove_file(&snapshot);
@@ -317,14 +327,15 @@ impl Collector {
     /// records cut by session and appended to the session files.
     pub(crate) async fn take_logs(&self, request: Value) -> std::result::Result<(), Untaken> {
         let split = spool::split(&request);
-        self.inner.stats.records.fetch_add(split.records, Ordering::Relaxed);
-        self.inner.stats.unattributed.fetch_add(split.unattributed, Ordering::Relaxed);
         let me = self.clone();
         let written = tokio::task::spawn_blocking(move || {
             let mut spool = me.inner.spool.lock().unwrap_or_else(|e| e.into_inner());
             if spool.pending() > me.inner.config.max_pending {
                 return Err(Untaken::Busy);
             }
+            // Counted once taken: a retried request is not counted twice.
+            me.inner.stats.records.fetch_add(split.records, Ordering::Relaxed);
+            me.inner.stats.unattributed.fetch_add(split.unattributed, Ordering::Relaxed);
             spool.append(split.sessions).map_err(|e| Untaken::Failed(format!("cannot write the session file: {e}")))
         })
         .await

@@ -95,9 +95,36 @@ pub struct Spool {
     dir: PathBuf,
     files: HashMap<PathBuf, Open>,
     pending: u64,
+    /// Held while the spool is open: one collector per spool.
+    _lock: std::fs::File,
 }
 
 const SNAPSHOTS: &str = ".commit";
+const LOCK: &str = ".lock";
+
+/// Where a session file's committed length is kept (beside it), so a restart commits
+/// only what is new.
+fn committed_marker(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_os_string();
+    name.push(".committed");
+    PathBuf::from(name)
+}
+
+/// The committed length of a session file (0 when it never was).
+fn committed_len(file: &Path) -> u64 {
+    std::fs::read_to_string(committed_marker(file)).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Cuts a trailing partial line (a write a crash or a full disk left half done), so
+/// the next append starts a line of its own. Returns the file's length after.
+fn trim_torn_line(path: &Path) -> std::io::Result<u64> {
+    let bytes = std::fs::read(path)?;
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if whole < bytes.len() {
+        std::fs::OpenOptions::new().write(true).open(path)?.set_len(whole as u64)?;
+    }
+    Ok(whole as u64)
+}
 
 impl Spool {
     /// The spool in `dir`, created when missing. Files an earlier run left are due at
@@ -105,18 +132,33 @@ impl Spool {
     pub fn open(dir: &Path) -> Result<Spool> {
         let io = |path: &Path, e| Error::Io { path: path.to_path_buf(), source: e };
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let lock_path = dir.join(LOCK);
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io(&lock_path, e))?;
+        if lock.try_lock().is_err() {
+            return Err(Error::SpoolInUse(dir.to_path_buf()));
+        }
         let _ = std::fs::remove_dir_all(dir.join(SNAPSHOTS));
-        let mut spool = Spool { dir: dir.to_path_buf(), files: HashMap::new(), pending: 0 };
+        let mut spool = Spool { dir: dir.to_path_buf(), files: HashMap::new(), pending: 0, _lock: lock };
         for agent in std::fs::read_dir(dir).map_err(|e| io(dir, e))?.flatten() {
-            if !agent.path().is_dir() {
+            if !agent.path().is_dir() || agent.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
             for f in std::fs::read_dir(agent.path()).map_err(|e| io(&agent.path(), e))?.flatten() {
                 let path = f.path();
-                let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-                if path.to_string_lossy().ends_with(".otlp.jsonl") && len > 0 {
-                    spool.pending += len;
-                    spool.files.insert(path, Open { last: Instant::now(), uncommitted: len, finished: true });
+                if !path.to_string_lossy().ends_with(".otlp.jsonl") {
+                    continue;
+                }
+                let len = trim_torn_line(&path).map_err(|e| io(&path, e))?;
+                // Only what no commit took: a file committed whole waits for new records.
+                let new = len.saturating_sub(committed_len(&path));
+                if new > 0 {
+                    spool.pending += new;
+                    spool.files.insert(path, Open { last: Instant::now(), uncommitted: new, finished: true });
                 }
             }
         }
@@ -148,7 +190,12 @@ impl Spool {
             let mut line = request.to_string().into_bytes();
             line.push(b'\n');
             let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-            f.write_all(&line)?;
+            let before = f.metadata()?.len();
+            if let Err(e) = f.write_all(&line) {
+                // Half a line is no line: the file goes back to where it was.
+                let _ = f.set_len(before);
+                return Err(e);
+            }
             let open = self.files.entry(path).or_insert(Open { last: Instant::now(), uncommitted: 0, finished: false });
             open.last = Instant::now();
             open.uncommitted += line.len() as u64;
@@ -179,7 +226,7 @@ impl Spool {
 
     /// A copy of `file` as it is now, under `.commit/` with the same name, for the
     /// import; its uncommitted bytes are counted as taken. `None` when nothing is new.
-    pub fn snapshot(&mut self, file: &Path) -> std::io::Result<Option<(PathBuf, u64)>> {
+    pub fn snapshot(&mut self, file: &Path) -> std::io::Result<Option<Taken>> {
         let Some(open) = self.files.get_mut(file) else { return Ok(None) };
         if open.uncommitted == 0 {
             return Ok(None);
@@ -189,18 +236,37 @@ impl Spool {
         if let Some(parent) = copy.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::copy(file, &copy)?;
-        let taken = std::mem::take(&mut open.uncommitted);
-        open.finished = false;
-        self.pending -= taken;
-        Ok(Some((copy, taken)))
+        let length = std::fs::copy(file, &copy)?;
+        let bytes = std::mem::take(&mut open.uncommitted);
+        let finished = std::mem::take(&mut open.finished);
+        self.pending -= bytes;
+        Ok(Some(Taken { copy, bytes, length, finished }))
     }
 
-    /// A commit that failed: its bytes are uncommitted again.
-    pub fn uncommit(&mut self, file: &Path, taken: u64) {
+    /// A commit that went through: the file's committed length, for a restart.
+    pub fn committed(&mut self, file: &Path, taken: &Taken) -> std::io::Result<()> {
+        std::fs::write(committed_marker(file), taken.length.to_string())
+    }
+
+    /// A commit that failed: its bytes are uncommitted again (and a finished session
+    /// still finished).
+    pub fn uncommit(&mut self, file: &Path, taken: &Taken) {
         if let Some(open) = self.files.get_mut(file) {
-            open.uncommitted += taken;
-            self.pending += taken;
+            open.uncommitted += taken.bytes;
+            open.finished |= taken.finished;
+            self.pending += taken.bytes;
         }
     }
+}
+
+/// What a commit took of a session file.
+pub struct Taken {
+    /// The snapshot to import.
+    pub copy: PathBuf,
+    /// The uncommitted bytes it covers.
+    pub bytes: u64,
+    /// The file's length it was taken at.
+    pub length: u64,
+    /// The session had said it finished.
+    finished: bool,
 }

@@ -232,7 +232,8 @@ fn refused_requests_change_nothing() {
     assert_eq!(send(run.addr, "/v1/metrics", &[JSON, auth], b"{}", false).0, 200);
     run.stop();
     assert!(committed.0.lock().unwrap().is_empty());
-    let spooled: Vec<_> = walk(&dir.path().join("spool"));
+    // Nothing spooled: no session file (the spool's lock file aside).
+    let spooled: Vec<_> = walk(&dir.path().join("spool")).into_iter().filter(|p| !p.ends_with(".lock")).collect();
     assert!(spooled.is_empty(), "{spooled:?}");
 }
 
@@ -350,4 +351,28 @@ fn grpc_exports_reach_the_same_session_file_as_http() {
     for line in lines {
         assert_eq!(events_of(&serde_json::from_str(line).unwrap()), want);
     }
+}
+
+#[test]
+fn a_reopened_spool_commits_only_what_is_new_and_drops_a_torn_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool_dir = dir.path().join("spool");
+    let codex = spool_dir.join("codex-otel");
+    std::fs::create_dir_all(&codex).unwrap();
+    // Committed whole before the stop: nothing to do.
+    let done = codex.join("done.otlp.jsonl");
+    std::fs::write(&done, b"{\"resourceLogs\": []}\n").unwrap();
+    std::fs::write(codex.join("done.otlp.jsonl.committed"), b"21").unwrap();
+    // Grew after its commit, and a write was cut mid-line.
+    let grew = codex.join("grew.otlp.jsonl");
+    std::fs::write(&grew, b"{\"resourceLogs\": []}\n{\"resourceLogs\": []}\n{\"resourceLo").unwrap();
+    std::fs::write(codex.join("grew.otlp.jsonl.committed"), b"21").unwrap();
+    let spool = spool::Spool::open(&spool_dir).unwrap();
+    assert_eq!(spool.pending(), 21, "the new whole line only");
+    assert_eq!(spool.open_sessions(), 1);
+    assert_eq!(std::fs::read(&grew).unwrap(), b"{\"resourceLogs\": []}\n{\"resourceLogs\": []}\n");
+    // One collector per spool.
+    assert!(matches!(spool::Spool::open(&spool_dir), Err(Error::SpoolInUse(_))));
+    drop(spool);
+    assert!(spool::Spool::open(&spool_dir).is_ok());
 }

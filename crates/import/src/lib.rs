@@ -501,8 +501,20 @@ pub struct Companion {
     pub episode_id: String,
     /// Its `provenance.source_format`.
     pub format: Format,
-    /// Its source files in provenance order: (name, blake3, bytes).
-    pub sources: Vec<(String, String, Vec<u8>)>,
+    /// Its source files, in provenance order.
+    pub sources: Vec<Source>,
+}
+
+/// A source file as a stored episode keeps it: its provenance entry and its copy.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: String,
+    /// Of the whole file.
+    pub blake3: String,
+    /// The run's part of the file, when it is one.
+    pub part: Option<String>,
+    /// The copy (`artifacts/source/`): the part, when there is one.
+    pub bytes: Vec<u8>,
 }
 
 /// What [`read_unit`] needs beside the unit.

@@ -69,11 +69,20 @@ impl Mapper<'_> {
     }
 
     /// A tool call that ran: classified by its name and arguments, recorded with its
-    /// duration, success and (when sent) its output.
-    fn ran(&mut self, name: &str, args: Map<String, Value>, call: Call, ok: bool, diff: Option<(String, bool)>) {
+    /// duration, success (`None`: not sent, unknown) and (when sent) its output.
+    fn ran(
+        &mut self,
+        name: &str,
+        args: Map<String, Value>,
+        call: Call,
+        success: Option<bool>,
+        diff: Option<(String, bool)>,
+    ) {
         self.tool_calls += 1;
         let kind = tools::classify(name, &args, &SUBMIT_TOOLS);
-        let mut call = call.arguments(Value::Object(args.clone())).is_error(Some(!ok));
+        // An unknown outcome is no failure, and an edit with one possibly changed files.
+        let ok = success != Some(false);
+        let mut call = call.arguments(Value::Object(args.clone())).is_error(success.map(|s| !s));
         match &kind {
             Kind::Shell(c) | Kind::Python(c) => call = call.command(c.clone()),
             _ if !args.is_empty() => call = call.command(Value::Object(args).to_string()),
@@ -85,7 +94,7 @@ impl Mapper<'_> {
         if !ok && call.failure_type.is_none() && !matches!(kind, Kind::Edit(..)) {
             call = call.failure("other");
         }
-        tools::record(self.rec, kind, call, tools::Done { ok, diff, claims: ok });
+        tools::record(self.rec, kind, call, tools::Done { ok, diff, claims: success == Some(true) });
     }
 
     /// A call refused before it ran (a person's or a policy's rejection).
@@ -142,7 +151,7 @@ impl Mapper<'_> {
                 "tool_result" => {
                     let name = e.str("tool_name").unwrap_or("unknown");
                     let duration = e.float("duration_ms");
-                    let ok = e.flag("success").unwrap_or(true);
+                    let ok = e.flag("success");
                     let call = Call::new(name)
                         .ts(before(e, duration).or(ts.clone()))
                         .id(e.str("tool_use_id"))
@@ -157,7 +166,8 @@ impl Mapper<'_> {
         seqs.sort_unstable();
         seqs.dedup();
         if let (Some(first), Some(last)) = (seqs.first(), seqs.last()) {
-            let missing = (last - first + 1) as usize - seqs.len();
+            // Wide arithmetic: the numbers are the sender's.
+            let missing = (i128::from(*last) - i128::from(*first) + 1) - seqs.len() as i128;
             if missing > 0 {
                 self.rec.note(format!(
                     "{missing} events of the session did not arrive (gaps in event.sequence): the record is incomplete"
@@ -218,7 +228,7 @@ impl Mapper<'_> {
     fn codex_result(&mut self, e: &Event) {
         let name = e.str("tool_name").unwrap_or("unknown");
         let duration = e.float("duration_ms");
-        let ok = e.flag("success").unwrap_or(true);
+        let ok = e.flag("success");
         let output = e.str("output").unwrap_or("").to_string();
         let arguments = e.str("arguments").unwrap_or("");
         let mut call = Call::new(name)
@@ -231,7 +241,7 @@ impl Mapper<'_> {
             let patch = object(Some(arguments)).get("input").and_then(Value::as_str).map(str::to_string);
             let patch = patch.unwrap_or_else(|| arguments.to_string());
             let (kind, paths) = crate::common::apply_patch::patch_files(&patch);
-            let applied = ok && crate::common::apply_patch::patch_ok_from_text(&output, None);
+            let applied = ok != Some(false) && crate::common::apply_patch::patch_ok_from_text(&output, None);
             let (diff, fragment) = crate::common::apply_patch::patch_diff(&patch, None, &|p: &str| p.to_string());
             self.tool_calls += 1;
             call = call.command(patch.clone()).is_error(Some(!applied));
@@ -326,7 +336,7 @@ impl Mapper<'_> {
             self.rec.person_decision(e.ts().as_deref(), true, &format!("modified a {name} call before it ran"));
         }
         let duration = e.float("duration_ms");
-        let ok = e.flag("success").unwrap_or(true);
+        let ok = e.flag("success");
         let start = e.int("start_time").map(|ms| format!("{name}-{ms}-"));
         let output = start.and_then(|p| outputs.iter().find(|(id, _)| id.starts_with(&p)).map(|(_, o)| o.clone()));
         let mut call = Call::new(name).ts(before(e, duration).or(e.ts())).duration(duration);
@@ -337,7 +347,7 @@ impl Mapper<'_> {
                 call = call.exit(Some(code), Grade::Derived);
             }
         }
-        if ok {
+        if ok != Some(false) {
             diff = tools::edit_diff(name, &args, output.as_deref().unwrap_or(""));
         }
         self.ran(name, args, call, ok, diff);

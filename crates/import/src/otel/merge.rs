@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{events, Agent, Event};
-use crate::{Companion, Context, Input, Part, Plan, Prior, Recorder, Refusal, Unit};
+use super::{events, is_telemetry, Agent, Event, MERGED_NOTE};
+use crate::{Context, Input, Part, Plan, Prior, Recorder, Refusal, Source, Unit};
 
 /// The telemetry facts of one call, by the id the session file gives it.
 fn call_facts(events: &[Event]) -> Vec<(String, Map<String, Value>)> {
@@ -71,11 +71,7 @@ fn call_facts(events: &[Event]) -> Vec<(String, Map<String, Value>)> {
 
 /// Adds a session's telemetry to the recorder of its session file: per call, the
 /// facts; the cost estimate when the file gives none; the telemetry's source files.
-pub(crate) fn add_telemetry(
-    rec: &mut Recorder,
-    events: &[Event],
-    sources: Vec<(String, String, Part, Vec<u8>)>,
-) -> Result<(), Refusal> {
+pub(crate) fn add_telemetry(rec: &mut Recorder, events: &[Event], sources: Vec<Source>) -> Result<(), Refusal> {
     let facts = call_facts(events);
     let mut matched = 0;
     for (id, f) in facts {
@@ -91,23 +87,26 @@ pub(crate) fn add_telemetry(
         added_cost = true;
     }
     rec.note(format!(
-        "merged with the session's telemetry ({} events): durations and decisions of {matched} calls{}, marked \
-         `telemetry` on their tools records",
+        "{MERGED_NOTE} ({} events): durations and decisions of {matched} calls{}, marked `telemetry` on their \
+         tools records",
         events.len(),
         if added_cost { ", and the agent's own cost estimate (cost_usd)" } else { "" }
     ));
-    for (name, hash, part, bytes) in sources {
-        rec.source(&name, &hash, part, bytes)?;
+    for s in sources {
+        let part = s.part.map_or(Part::Whole, Part::Object);
+        rec.source(&s.name, &s.blake3, part, s.bytes)?;
     }
     Ok(())
 }
 
-/// The session's file, read again from its stored copy by its own importer.
-fn reread(agent: Agent, episode: &str, name: &str, bytes: Vec<u8>, ctx: &Context) -> Option<Recorder> {
+/// The session's files (its transcript and its subagents'), read again from their
+/// stored copies by their own importer.
+fn reread(agent: Agent, episode: &str, files: &[&Source], ctx: &Context) -> Option<Recorder> {
     let format = agent.transcript();
-    let input = Arc::new(Input::in_memory(PathBuf::from(name), format, bytes));
+    let inputs =
+        files.iter().map(|s| Arc::new(Input::in_memory(PathBuf::from(&s.name), format, s.bytes.clone()))).collect();
     let mut plan = Plan::default();
-    format.importer().plan(vec![input], ctx.options, &mut plan);
+    format.importer().plan(inputs, ctx.options, &mut plan);
     let quiet = Context { options: ctx.options, reports: ctx.reports, prior: None };
     plan.units
         .iter()
@@ -116,18 +115,25 @@ fn reread(agent: Agent, episode: &str, name: &str, bytes: Vec<u8>, ctx: &Context
         .find(|r| r.episode() == episode)
 }
 
-/// The telemetry sources of a companion episode: every source of a telemetry episode;
-/// of a merged one, every source after its session file.
-fn telemetry_sources(companion: &Companion, agent: Agent) -> &[(String, String, Vec<u8>)] {
-    if companion.format == agent.format() {
-        &companion.sources
-    } else {
-        companion.sources.get(1..).unwrap_or_default()
+/// The session's events in telemetry sources, each record once, in time order.
+fn session_events(agent: Agent, session: &str, sources: &[&Source]) -> Result<Vec<Event>, Refusal> {
+    let mut all = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for s in sources {
+        let text = String::from_utf8_lossy(&s.bytes);
+        for e in events(&s.name, &text)? {
+            let key = format!("{}\u{0}{}\u{0}{}", e.name, e.nanos, Value::Object(e.attrs.clone()));
+            if e.agent == agent && e.session == session && seen.insert(key) {
+                all.push(e);
+            }
+        }
     }
+    all.sort_by_key(|e| e.nanos);
+    Ok(all)
 }
 
 /// The recorder of a run merged with its companion when the store has one, and the
-/// episode it then supersedes (unless the run's own earlier import comes first: see
+/// episode it then supersedes (for a session file, after its own earlier import: see
 /// [`crate::read_unit`]).
 pub(crate) fn with_companion(
     rec: Recorder,
@@ -140,47 +146,42 @@ pub(crate) fn with_companion(
     let Some(companion) = prior.companion(rec.format(), rec.episode()) else {
         return Ok((rec, None));
     };
+    // Which of the companion's sources are telemetry, which the session's own files
+    // (its transcript and its subagents').
+    let (kept, files): (Vec<&Source>, Vec<&Source>) = companion.sources.iter().partition(|s| is_telemetry(&s.bytes));
     if telemetry {
-        // Telemetry second: the session file read again, with this run's telemetry.
-        if companion.format != agent.transcript() {
+        // Telemetry second: the session's files read again, with all its telemetry.
+        if companion.format != agent.transcript() || files.is_empty() {
             return Ok((rec, None));
         }
-        let Some((name, _, bytes)) = companion.sources.first().cloned() else {
+        let Some(mut merged) = reread(agent, rec.episode(), &files, ctx) else {
             return Ok((rec, None));
         };
-        let Some(mut file) = reread(agent, rec.episode(), &name, bytes, ctx) else {
-            return Ok((rec, None));
-        };
-        let (_, events, bytes) = super::unit_events(agent, unit)?;
+        let (_, _, bytes) = super::unit_events(agent, unit)?;
         let input = &unit.files[0];
-        let mut sources = vec![(input.file_name(), input.blake3()?, unit.part.clone(), bytes)];
-        // Telemetry an earlier merge kept that this run's file does not hold (another
-        // collector's file of the same session) stays.
-        for (n, h, b) in telemetry_sources(&companion, agent) {
-            if *n != input.file_name() {
-                sources.push((n.clone(), h.clone(), Part::Whole, b.clone()));
-            }
-        }
-        add_telemetry(&mut file, &events, sources)?;
-        Ok((file, Some(companion.episode_id)))
+        let part = match &unit.part {
+            Part::Object(p) => Some(p.clone()),
+            _ => None,
+        };
+        let own = Source { name: input.file_name(), blake3: input.blake3()?, part, bytes };
+        // Telemetry an earlier merge kept from another file (another collector's) stays,
+        // its events with this run's.
+        let mut sources: Vec<Source> = vec![own];
+        sources.extend(kept.into_iter().filter(|s| s.name != input.file_name()).cloned());
+        let refs: Vec<&Source> = sources.iter().collect();
+        let events = session_events(agent, rec.episode(), &refs)?;
+        add_telemetry(&mut merged, &events, sources)?;
+        Ok((merged, Some(companion.episode_id)))
     } else {
         // The session file second: its telemetry comes from the store.
-        let kept = telemetry_sources(&companion, agent);
         if kept.is_empty() {
             return Ok((rec, None));
         }
         let mut rec = rec;
-        let mut all = Vec::new();
-        for (name, _, bytes) in kept {
-            let text = String::from_utf8_lossy(bytes);
-            all.extend(events(name, &text)?.into_iter().filter(|e| e.agent == agent && e.session == rec.episode()));
-        }
-        all.sort_by_key(|e| e.nanos);
-        let sources = kept.iter().map(|(n, h, b)| (n.clone(), h.clone(), Part::Whole, b.clone())).collect();
-        add_telemetry(&mut rec, &all, sources)?;
-        // A merged episode is superseded through its session file's chain (grown);
-        // a telemetry episode by this merge.
-        let supersede = (companion.format == agent.format()).then_some(companion.episode_id);
-        Ok((rec, supersede))
+        let events = session_events(agent, rec.episode(), &kept)?;
+        add_telemetry(&mut rec, &events, kept.into_iter().cloned().collect())?;
+        // The newest current episode of the session (a telemetry episode, or an earlier
+        // merge) is superseded, unless the file's own earlier import comes first.
+        Ok((rec, Some(companion.episode_id)))
     }
 }

@@ -83,6 +83,18 @@ impl Agent {
     }
 }
 
+/// How a merged episode's note begins (`provenance.notes`): the mark that it holds a
+/// session's telemetry beside its file.
+pub const MERGED_NOTE: &str = "merged with the session's telemetry";
+
+/// Whether a source copy is telemetry (OTLP JSON: a logs request, one per line or
+/// alone, whose first key is `resourceLogs`), not an agent's own log.
+pub fn is_telemetry(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    text.trim_start().strip_prefix('{').is_some_and(|rest| rest.trim_start().starts_with("\"resourceLogs\""))
+}
+
 /// One log event of an agent, decoded.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -326,10 +338,19 @@ pub fn events(file: &str, text: &str) -> Result<Vec<Event>, Refusal> {
     let mut out = Vec::new();
     for request in requests(file, text)? {
         for e in request_events(&request) {
-            // A retried batch sends the same records again: the same record (name, time,
-            // attributes) counts once.
-            let key =
-                blake3::hash(format!("{}\u{0}{}\u{0}{}", e.name, e.nanos, Value::Object(e.attrs.clone())).as_bytes());
+            // A retried batch sends the same records again: the same record (agent,
+            // session, name, time, attributes) counts once.
+            let key = blake3::hash(
+                format!(
+                    "{:?}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
+                    e.agent,
+                    e.session,
+                    e.name,
+                    e.nanos,
+                    Value::Object(e.attrs.clone())
+                )
+                .as_bytes(),
+            );
             if seen.insert(key) {
                 out.push(e);
             }
