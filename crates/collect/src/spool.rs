@@ -32,11 +32,22 @@ fn finished(record: &Value) -> bool {
     })
 }
 
-/// `value` without `key` (a resource without its scopes), with `key` an empty list.
+/// `value` without `key` (a resource without its scopes), with `key` an empty list: the
+/// rest copied, the list not.
 fn shell(value: &Value, key: &str) -> Value {
-    let mut o: Map<String, Value> = value.as_object().cloned().unwrap_or_default();
+    let mut o: Map<String, Value> = value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| *k != key)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     o.insert(key.to_string(), json!([]));
     Value::Object(o)
+}
+
+fn list<'a>(v: &'a Value, k: &str) -> &'a [Value] {
+    v.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
 /// Cuts an OTLP JSON logs request into one request per session.
@@ -44,16 +55,15 @@ pub fn split(request: &Value) -> Split {
     let owners = record_sessions(request);
     let mut out: BTreeMap<Session, (Value, bool)> = BTreeMap::new();
     let mut split = Split::default();
-    let list = |v: &Value, k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
     let mut at = 0;
     for rl in list(request, "resourceLogs") {
-        for sl in list(&rl, "scopeLogs") {
+        for sl in list(rl, "scopeLogs") {
             // Per session, this scope's records (under a copy of its resource and scope).
             let mut here: BTreeMap<Session, Vec<Value>> = BTreeMap::new();
-            for record in list(&sl, "logRecords") {
+            for record in list(sl, "logRecords") {
                 split.records += 1;
                 match owners.get(at).cloned().flatten() {
-                    Some(s) => here.entry(s).or_default().push(record),
+                    Some(s) => here.entry(s).or_default().push(record.clone()),
                     None => split.unattributed += 1,
                 }
                 at += 1;
@@ -61,9 +71,9 @@ pub fn split(request: &Value) -> Split {
             for (session, records) in here {
                 let (req, done) = out.entry(session).or_insert_with(|| (json!({"resourceLogs": []}), false));
                 *done |= records.iter().any(finished);
-                let mut scope = shell(&sl, "logRecords");
+                let mut scope = shell(sl, "logRecords");
                 scope["logRecords"] = Value::Array(records);
-                let mut resource = shell(&rl, "scopeLogs");
+                let mut resource = shell(rl, "scopeLogs");
                 resource["scopeLogs"] = json!([scope]);
                 req["resourceLogs"].as_array_mut().expect("made as a list").push(resource);
             }

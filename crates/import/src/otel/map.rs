@@ -44,7 +44,7 @@ fn exit_in(text: &str, marker: &str) -> Option<i64> {
 
 pub(super) fn session(rec: &mut Recorder, agent: Agent, events: &[Event]) {
     rec.record_messages();
-    let mut m = Mapper { rec, withheld_prompts: 0, withheld_commands: 0, tool_calls: 0 };
+    let mut m = Mapper { rec, withheld_prompts: 0, withheld_commands: 0 };
     match agent {
         Agent::ClaudeCode => m.claude_code(events),
         Agent::Codex => m.codex(events),
@@ -57,7 +57,6 @@ struct Mapper<'a> {
     rec: &'a mut Recorder,
     withheld_prompts: usize,
     withheld_commands: usize,
-    tool_calls: usize,
 }
 
 impl Mapper<'_> {
@@ -78,7 +77,6 @@ impl Mapper<'_> {
         success: Option<bool>,
         diff: Option<(String, bool)>,
     ) {
-        self.tool_calls += 1;
         let kind = tools::classify(name, &args, &SUBMIT_TOOLS);
         // An unknown outcome is no failure, and an edit with one possibly changed files.
         let ok = success != Some(false);
@@ -99,7 +97,6 @@ impl Mapper<'_> {
 
     /// A call refused before it ran (a person's or a policy's rejection).
     fn refused(&mut self, e: &Event, name: &str, args: &Map<String, Value>, id: Option<&str>, by_person: bool) {
-        self.tool_calls += 1;
         let kind = tools::classify(name, args, &SUBMIT_TOOLS);
         let ts = e.ts();
         if by_person {
@@ -243,7 +240,6 @@ impl Mapper<'_> {
             let (kind, paths) = crate::common::apply_patch::patch_files(&patch);
             let applied = ok != Some(false) && crate::common::apply_patch::patch_ok_from_text(&output, None);
             let (diff, fragment) = crate::common::apply_patch::patch_diff(&patch, None, &|p: &str| p.to_string());
-            self.tool_calls += 1;
             call = call.command(patch.clone()).is_error(Some(!applied));
             if applied {
                 if let Some(d) = diff {
@@ -378,7 +374,6 @@ impl Mapper<'_> {
             "telemetry sends no end of turn: whether the agent claimed completion is unknown; the working directory, \
              file contents and check results beyond a tool's text are not in it",
         );
-        let _ = self.tool_calls;
     }
 }
 

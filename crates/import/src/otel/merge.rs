@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{events, is_telemetry, Agent, Event, MERGED_NOTE};
+use super::{events, is_telemetry, once_each, Agent, Event, MERGED_NOTE};
 use crate::{Context, Input, Part, Plan, Prior, Recorder, Refusal, Source, Unit};
 
 /// The telemetry facts of one call, by the id the session file gives it.
@@ -118,18 +118,11 @@ fn reread(agent: Agent, episode: &str, files: &[&Source], ctx: &Context) -> Opti
 /// The session's events in telemetry sources, each record once, in time order.
 fn session_events(agent: Agent, session: &str, sources: &[&Source]) -> Result<Vec<Event>, Refusal> {
     let mut all = Vec::new();
-    let mut seen = std::collections::HashSet::new();
     for s in sources {
         let text = String::from_utf8_lossy(&s.bytes);
-        for e in events(&s.name, &text)? {
-            let key = format!("{}\u{0}{}\u{0}{}", e.name, e.nanos, Value::Object(e.attrs.clone()));
-            if e.agent == agent && e.session == session && seen.insert(key) {
-                all.push(e);
-            }
-        }
+        all.extend(events(&s.name, &text)?.into_iter().filter(|e| e.agent == agent && e.session == session));
     }
-    all.sort_by_key(|e| e.nanos);
-    Ok(all)
+    Ok(once_each(all))
 }
 
 /// The recorder of a run merged with its companion when the store has one, and the

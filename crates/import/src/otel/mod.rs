@@ -241,8 +241,8 @@ fn agent_of(service: Option<&str>, scope: Option<&str>, body: Option<&str>, even
 /// groups by this; [`events`] reads by it.
 pub fn record_sessions(request: &Value) -> Vec<Option<Session>> {
     let mut out = Vec::new();
-    for_each_record(request, |agent, record, resource| {
-        out.push(agent.and_then(|agent| session_of(agent, record, resource).map(|id| Session { agent, id })));
+    walk(request, |agent, _, attrs, resource, _| {
+        out.push(agent.and_then(|agent| session_of(agent, &attrs, resource).map(|id| Session { agent, id })));
     });
     out
 }
@@ -252,20 +252,23 @@ fn session_of(agent: Agent, attrs: &Map<String, Value>, resource: &Map<String, V
     attrs.get(key).or_else(|| resource.get(key)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
-/// Calls `f` with (agent, record attributes, resource attributes) for every log record.
-fn for_each_record(request: &Value, mut f: impl FnMut(Option<Agent>, &Map<String, Value>, &Map<String, Value>)) {
-    walk(request, |agent, record, resource, _| f(agent, &attributes(record.get("attributes")), resource));
-}
-
-fn walk(request: &Value, mut f: impl FnMut(Option<Agent>, &Value, &Map<String, Value>, Option<&str>)) {
-    let list = |v: &Value, k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+/// Calls `f` with (agent, record, its attributes, resource attributes, agent version)
+/// for every log record, in order; the request is read in place and each record's
+/// attributes decoded once.
+fn walk(
+    request: &Value,
+    mut f: impl FnMut(Option<Agent>, &Value, Map<String, Value>, &Map<String, Value>, Option<&str>),
+) {
+    fn list<'a>(v: &'a Value, k: &str) -> &'a [Value] {
+        v.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    }
     for rl in list(request, "resourceLogs") {
         let resource = attributes(rl.get("resource").and_then(|r| r.get("attributes")));
         let service = resource.get("service.name").and_then(Value::as_str);
         let version = resource.get("service.version").and_then(Value::as_str);
-        for sl in list(&rl, "scopeLogs") {
+        for sl in list(rl, "scopeLogs") {
             let scope = sl.get("scope").and_then(|s| s.get("name")).and_then(Value::as_str);
-            for record in list(&sl, "logRecords") {
+            for record in list(sl, "logRecords") {
                 let body = record.get("body").map(any_value);
                 let attrs = attributes(record.get("attributes"));
                 let agent = agent_of(
@@ -274,7 +277,7 @@ fn walk(request: &Value, mut f: impl FnMut(Option<Agent>, &Value, &Map<String, V
                     body.as_ref().and_then(Value::as_str),
                     attrs.get("event.name").and_then(Value::as_str),
                 );
-                f(agent, &record, &resource, version);
+                f(agent, record, attrs, &resource, version);
             }
         }
     }
@@ -284,9 +287,8 @@ fn walk(request: &Value, mut f: impl FnMut(Option<Agent>, &Value, &Map<String, V
 /// out).
 pub fn request_events(request: &Value) -> Vec<Event> {
     let mut out = Vec::new();
-    walk(request, |agent, record, resource, version| {
+    walk(request, |agent, record, attrs, resource, version| {
         let Some(agent) = agent else { return };
-        let attrs = attributes(record.get("attributes"));
         let Some(session) = session_of(agent, &attrs, resource) else { return };
         let body = record.get("body").map(any_value).and_then(|b| b.as_str().map(str::to_string));
         let raw_name = match agent {
@@ -334,30 +336,34 @@ pub fn requests(file: &str, text: &str) -> Result<Vec<Value>, Refusal> {
 /// The events of OTLP JSON text ([`requests`]), each record once, in time order (ties:
 /// as sent).
 pub fn events(file: &str, text: &str) -> Result<Vec<Event>, Refusal> {
+    Ok(events_of(&requests(file, text)?))
+}
+
+/// The events of decoded requests, each record once, in time order (ties: as sent).
+pub(crate) fn events_of(requests: &[Value]) -> Vec<Event> {
+    once_each(requests.iter().flat_map(request_events))
+}
+
+/// Events with each record once (a retried batch sends the same records again: the
+/// same agent, session, name, time and attributes), in time order (ties: as given).
+pub(crate) fn once_each(events: impl IntoIterator<Item = Event>) -> Vec<Event> {
     let mut seen: HashSet<blake3::Hash> = HashSet::new();
-    let mut out = Vec::new();
-    for request in requests(file, text)? {
-        for e in request_events(&request) {
-            // A retried batch sends the same records again: the same record (agent,
-            // session, name, time, attributes) counts once.
-            let key = blake3::hash(
-                format!(
-                    "{:?}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
-                    e.agent,
-                    e.session,
-                    e.name,
-                    e.nanos,
-                    Value::Object(e.attrs.clone())
-                )
-                .as_bytes(),
+    let mut out: Vec<Event> = events
+        .into_iter()
+        .filter(|e| {
+            let key = format!(
+                "{:?}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
+                e.agent,
+                e.session,
+                e.name,
+                e.nanos,
+                Value::Object(e.attrs.clone())
             );
-            if seen.insert(key) {
-                out.push(e);
-            }
-        }
-    }
+            seen.insert(blake3::hash(key.as_bytes()))
+        })
+        .collect();
     out.sort_by_key(|e| e.nanos);
-    Ok(out)
+    out
 }
 
 /// The registry's reader of one agent's telemetry.
@@ -459,13 +465,14 @@ impl crate::Importer for Telemetry {
 pub(crate) fn unit_events(agent: Agent, unit: &Unit) -> Result<(String, Vec<Event>, Vec<u8>), Refusal> {
     let input = &unit.files[0];
     let text = input.text()?;
-    let all: Vec<Event> = events(&input.display(), &text)?.into_iter().filter(|e| e.agent == agent).collect();
+    let requests = requests(&input.display(), &text)?;
+    let all: Vec<Event> = events_of(&requests).into_iter().filter(|e| e.agent == agent).collect();
     match &unit.part {
         Part::Object(session) => {
             // The part is the requests that carry the session's records, one per line.
             let mut bytes = Vec::new();
-            for r in requests(&input.display(), &text)? {
-                if record_sessions(&r).iter().flatten().any(|s| s.agent == agent && s.id == *session) {
+            for r in &requests {
+                if record_sessions(r).iter().flatten().any(|s| s.agent == agent && s.id == *session) {
                     bytes.extend_from_slice(r.to_string().as_bytes());
                     bytes.push(b'\n');
                 }
