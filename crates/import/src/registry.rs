@@ -165,7 +165,10 @@ impl<'a> Sniff<'a> {
 
     /// The key appears, quoted, in the sniffed text.
     pub fn near(&self, key: &str) -> bool {
-        self.text.contains(&format!("\"{key}\""))
+        // Over the raw bytes with memchr's searcher: detection asks this of every file
+        // for every importer, and an ASCII needle matches the bytes exactly where it
+        // matches the lossy text.
+        memchr::memmem::find(self.head, format!("\"{key}\"").as_bytes()).is_some()
     }
 
     /// The first line (of a JSON Lines file) has this key.

@@ -18,6 +18,7 @@
 
 use std::sync::OnceLock;
 
+use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
 /// A secret found: the pattern's name and the byte range the secret takes.
@@ -55,6 +56,10 @@ struct Pattern {
     /// Group 1, when there is one, is the secret; otherwise the whole match. A trailing
     /// boundary the regex consumes is outside the group.
     regex: &'static str,
+    /// Literals (lower case, compared in any case) of which every match contains at
+    /// least one: a text holding none of them is not searched with the regex. No literal
+    /// of the table is a prefix of another (see [`candidates`]).
+    needs: &'static [&'static str],
     /// The secret must not continue a word on its left.
     left_bounded: bool,
     check: Check,
@@ -64,6 +69,7 @@ struct Pattern {
 const PATTERNS: &[Pattern] = &[
     Pattern {
         name: "private-key",
+        needs: &["-----begin "],
         regex: concat!(
             r"(?-u)-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----",
             // The body: encryption headers, base64, whitespace, JSON's escaped line breaks
@@ -79,12 +85,14 @@ const PATTERNS: &[Pattern] = &[
     },
     Pattern {
         name: "aws-access-key-id",
+        needs: &["akia", "asia"],
         regex: r"(?-u)((?:AKIA|ASIA)[A-Z0-9]{16})(?:[^A-Za-z0-9]|$)",
         left_bounded: true,
         check: Check::Distinct,
     },
     Pattern {
         name: "aws-secret-access-key",
+        needs: &["secret"],
         regex: concat!(
             // `KEY = value`, `"KEY": "value"`, and `aws configure set KEY value`.
             r#"(?-u)(?i)aws_?secret_?access_?key(?:\\?["'])?(?:\s*[:=]\s*|[ \t]+)(?:\\?["'])?"#,
@@ -95,66 +103,77 @@ const PATTERNS: &[Pattern] = &[
     },
     Pattern {
         name: "github-token",
+        needs: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
         regex: r"(?-u)(gh[pousr]_[A-Za-z0-9]{36,251})(?:[^A-Za-z0-9_]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "github-pat",
+        needs: &["github_pat_"],
         regex: r"(?-u)(github_pat_[A-Za-z0-9_]{22,244})(?:[^A-Za-z0-9_]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "gitlab-token",
+        needs: &["glpat-", "gldt-", "glrt-", "glptt-", "glft-", "gloas-"],
         regex: r"(?-u)(gl(?:pat|dt|rt|ptt|ft|oas)-[A-Za-z0-9_-]{20,})(?:[^A-Za-z0-9_-]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "anthropic-key",
+        needs: &["sk-"],
         regex: r"(?-u)(sk-ant-[A-Za-z0-9_-]{32,})(?:[^A-Za-z0-9_-]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "openai-key",
+        needs: &["sk-"],
         regex: r"(?-u)(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})(?:[^A-Za-z0-9_-]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "slack-token",
+        needs: &["xox"],
         regex: r"(?-u)(xox[abprs]-[A-Za-z0-9-]{10,})(?:[^A-Za-z0-9-]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "google-api-key",
+        needs: &["aiza"],
         regex: r"(?-u)(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "stripe-key",
+        needs: &["_live_"],
         regex: r"(?-u)((?:sk|rk)_live_[0-9A-Za-z]{24,})(?:[^0-9A-Za-z]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "npm-token",
+        needs: &["npm_"],
         regex: r"(?-u)(npm_[A-Za-z0-9]{36})(?:[^A-Za-z0-9]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "huggingface-token",
+        needs: &["hf_"],
         regex: r"(?-u)(hf_[A-Za-z0-9]{34,})(?:[^A-Za-z0-9]|$)",
         left_bounded: true,
         check: Check::Random,
     },
     Pattern {
         name: "jwt",
+        needs: &["eyj"],
         regex: r"(?-u)(eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})(?:[^A-Za-z0-9_.-]|$)",
         left_bounded: true,
         check: Check::Shape,
@@ -163,6 +182,7 @@ const PATTERNS: &[Pattern] = &[
         // The password of a URL: `postgres://user:PASSWORD@host`,
         // `https://oauth2:TOKEN@gitlab.com/...` (a git remote, a database URL).
         name: "url-password",
+        needs: &["://"],
         regex: concat!(
             r"(?-u)[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/?#@:\x22'\\<>]{0,256}:",
             r"([^\s/?#@\x22'\\<>]{1,256})@[A-Za-z0-9\[]",
@@ -172,6 +192,7 @@ const PATTERNS: &[Pattern] = &[
     },
     Pattern {
         name: "bearer-token",
+        needs: &["authorization"],
         regex: concat!(
             r#"(?-u)(?i)authorization(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?\s*bearer\s+"#,
             r"([A-Za-z0-9._~+/=-]{20,})(?:[^A-Za-z0-9._~+/=-]|$)",
@@ -192,11 +213,61 @@ fn compiled() -> &'static [Regex] {
         .get_or_init(|| PATTERNS.iter().map(|p| Regex::new(p.regex).expect("the secret patterns compile")).collect())
 }
 
+/// Every pattern's literals in one automaton (each literal once), and the patterns each
+/// literal belongs to.
+fn literals() -> &'static (AhoCorasick, Vec<Vec<usize>>) {
+    static LITERALS: OnceLock<(AhoCorasick, Vec<Vec<usize>>)> = OnceLock::new();
+    LITERALS.get_or_init(|| {
+        let mut words: Vec<&str> = PATTERNS.iter().flat_map(|p| p.needs.iter().copied()).collect();
+        words.sort_unstable();
+        words.dedup();
+        let owners = words
+            .iter()
+            .map(|w| PATTERNS.iter().enumerate().filter(|(_, p)| p.needs.contains(w)).map(|(i, _)| i).collect())
+            .collect();
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(&words)
+            .expect("the secret literals build an automaton");
+        (automaton, owners)
+    })
+}
+
+/// The patterns worth running over `bytes`: those with one of their literals in it.
+/// One pass over the text instead of one regex search per pattern, and almost every
+/// text of a run holds none of them.
+fn candidates(bytes: &[u8]) -> Vec<usize> {
+    let (automaton, owners) = literals();
+    let mut wanted = vec![false; PATTERNS.len()];
+    // Each search resumes one byte after the last match's start, so a literal that
+    // overlaps another is still found (none is a prefix of another, so none hides behind
+    // a shorter one at the same start); a search that can skip ahead is far quicker than
+    // an overlapping walk of every byte.
+    let mut at = 0;
+    while let Some(found) = automaton.find(aho_corasick::Input::new(bytes).span(at..bytes.len())) {
+        for &owner in &owners[found.pattern().as_usize()] {
+            wanted[owner] = true;
+        }
+        at = found.start() + 1;
+    }
+    wanted.iter().enumerate().filter(|(_, w)| **w).map(|(i, _)| i).collect()
+}
+
 /// Every secret in `bytes`, in order of offset, none overlapping.
 pub fn scan(bytes: &[u8]) -> Vec<Finding> {
+    let candidates = candidates(bytes);
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    scan_with(bytes, candidates)
+}
+
+/// [`scan`] with these patterns (table indexes, ascending).
+fn scan_with(bytes: &[u8], patterns: impl IntoIterator<Item = usize>) -> Vec<Finding> {
     // (offset, table index, len)
     let mut found: Vec<(usize, usize, usize)> = Vec::new();
-    for (index, (pattern, regex)) in PATTERNS.iter().zip(compiled()).enumerate() {
+    for index in patterns {
+        let (pattern, regex) = (&PATTERNS[index], &compiled()[index]);
         let mut at = 0;
         while at <= bytes.len() {
             let Some(caps) = regex.captures_at(bytes, at) else { break };
@@ -394,6 +465,63 @@ mod tests {
 
     fn one(line: &str, pattern: &'static str, secret: &str) {
         assert_eq!(found(line), vec![(pattern, secret.to_string())], "in {line:?}");
+    }
+
+    /// The literal filter only skips work: over every fixture of the repository (real
+    /// logs, constructed secrets), the filtered scan finds what all the regexes find.
+    #[test]
+    fn the_literal_filter_loses_no_finding() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let mut stack = vec![root];
+        let (mut files, mut findings) = (0, 0);
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let bytes = std::fs::read(&path).unwrap();
+                let all = scan_with(&bytes, 0..PATTERNS.len());
+                assert_eq!(scan(&bytes), all, "{}", path.display());
+                files += 1;
+                findings += all.len();
+            }
+        }
+        assert!(files > 100, "{files} files, {findings} findings");
+        // And over one secret of every pattern, in upper and lower case contexts.
+        let gitlab = concat!("glpat", "-Xk3vT9qLm2Rw8YzBn4Hc");
+        let lines = [
+            format!("export AWS_ACCESS_KEY_ID={AWS_ID}\nAWS_SECRET_ACCESS_KEY={AWS_SECRET}"),
+            format!("git clone https://{GHP}@github.com/a/b.git; GH_TOKEN={GHO}; T='{GITHUB_PAT}'"),
+            format!("GITLAB_TOKEN={gitlab} OPENAI_API_KEY={OPENAI_PROJ} k={OPENAI} x-api-key: {ANTHROPIC}"),
+            format!("SLACK={SLACK} key={GOOGLE}&a=1 {STRIPE} {STRIPE_RK} {NPM} --token {HF}"),
+            format!("Cookie: session={JWT}; AUTHORIZATION: BEARER {BEARER}"),
+            "psql postgres://admin:Tr0ub4dor3x@db.internal:5432/app".to_string(),
+            format!("$ cat key\n{}\n", private_key("\n")),
+        ];
+        let text = lines.join("\n");
+        let all = scan_with(text.as_bytes(), 0..PATTERNS.len());
+        assert_eq!(scan(text.as_bytes()), all);
+        let mut names: Vec<&str> = all.iter().map(|f| f.pattern).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut every: Vec<&str> = pattern_names().collect();
+        every.sort_unstable();
+        assert_eq!(names, every, "one finding of every pattern");
+    }
+
+    #[test]
+    fn no_literal_is_a_prefix_of_another() {
+        let mut words: Vec<&str> = PATTERNS.iter().flat_map(|p| p.needs.iter().copied()).collect();
+        words.sort_unstable();
+        words.dedup();
+        for (i, a) in words.iter().enumerate() {
+            assert_eq!(*a, a.to_ascii_lowercase(), "{a} is lower case");
+            for (j, b) in words.iter().enumerate() {
+                assert!(i == j || !b.starts_with(a), "{a} is a prefix of {b}");
+            }
+        }
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub struct PackageBuilder {
     next_seq: u64,
     /// `None`: the trace is not recorded (no file); `Some(empty)`: recorded, none.
     traces: [Option<Vec<Map<String, Value>>>; TRACE_FILES.len()],
+    /// A trace's file as [`derive`](Self::derive) wrote it, kept for `finish` until the
+    /// trace changes (a run's traces are serialised once, not once per pass).
+    written: [Option<Vec<u8>>; TRACE_FILES.len()],
     manifest: Option<Value>,
     outcome: Option<Value>,
     files: BTreeMap<String, Vec<u8>>,
@@ -108,6 +111,7 @@ impl PackageBuilder {
             layout,
             next_seq: 0,
             traces: Default::default(),
+            written: Default::default(),
             manifest: None,
             outcome: None,
             files: BTreeMap::new(),
@@ -127,6 +131,7 @@ impl PackageBuilder {
     /// Marks a trace as recorded, so its file is written even when no record is pushed
     /// ("recorded, none" rather than "not recorded").
     pub fn record_trace(&mut self, kind: TraceKind) {
+        self.written[slot(kind)] = None;
         self.traces[slot(kind)].get_or_insert_with(Vec::new);
     }
 
@@ -134,6 +139,7 @@ impl PackageBuilder {
     /// recorder that learns it cannot observe what the trace is about. `false` when it
     /// holds records (they stay).
     pub fn unrecord_trace(&mut self, kind: TraceKind) -> bool {
+        self.written[slot(kind)] = None;
         let slot = &mut self.traces[slot(kind)];
         match slot {
             Some(records) if !records.is_empty() => false,
@@ -152,6 +158,7 @@ impl PackageBuilder {
         let mut record = Map::with_capacity(fields.len() + 1);
         record.insert("seq".into(), Value::from(seq));
         record.extend(fields.into_iter().filter(|(k, _)| k != "seq"));
+        self.written[slot(kind)] = None;
         self.traces[slot(kind)].get_or_insert_with(Vec::new).push(record);
         seq
     }
@@ -159,6 +166,7 @@ impl PackageBuilder {
     /// Sets a field of an already pushed record (a failure's `recovered_by`, found later).
     /// Returns false when no record of that trace has the `seq`.
     pub fn set_field(&mut self, kind: TraceKind, seq: u64, field: &str, value: Value) -> bool {
+        self.written[slot(kind)] = None;
         let records = self.traces[slot(kind)].iter_mut().flatten();
         match records.into_iter().find(|r| r.get("seq").and_then(Value::as_u64) == Some(seq)) {
             Some(record) => {
@@ -175,6 +183,7 @@ impl PackageBuilder {
     /// later pushes still append. Returns false, changing nothing, unless `order` is a
     /// permutation of the trace's records.
     pub fn reorder(&mut self, kind: TraceKind, order: &[usize]) -> bool {
+        self.written[slot(kind)] = None;
         let Some(records) = self.traces[slot(kind)].as_mut() else { return false };
         let mut seen = vec![false; records.len()];
         let permutation = order.len() == records.len()
@@ -224,7 +233,7 @@ impl PackageBuilder {
     /// been given so far, validating the manifest, outcome and traces but not
     /// serialising or hashing the other files: for a producer whose outcome depends on
     /// it (an importer's label follows the posture). `finish` still validates all.
-    pub fn derive(&self) -> Result<crate::model::Derived, Box<Problem>> {
+    pub fn derive(&mut self) -> Result<crate::model::Derived, Box<Problem>> {
         let manifest =
             self.manifest.as_ref().ok_or_else(|| Box::new(Problem::package(&self.name, "no manifest was given")))?;
         let outcome =
@@ -232,14 +241,15 @@ impl PackageBuilder {
         let mut files = BTreeMap::new();
         files.insert(MANIFEST_FILE.to_string(), document(manifest, self.layout));
         files.insert(OUTCOME_FILE.to_string(), document(outcome, self.layout));
-        for ((path, kind), records) in TRACE_FILES.iter().zip(&self.traces) {
+        for (((path, kind), records), written) in TRACE_FILES.iter().zip(&self.traces).zip(&mut self.written) {
             // The conversation is most of a run's bytes and no part of its derived
             // state (revisions and posture come from actions and checks).
             if *kind == TraceKind::Messages {
                 continue;
             }
             if let Some(records) = records {
-                files.insert((*path).to_string(), jsonl(records, self.layout));
+                let bytes = written.get_or_insert_with(|| jsonl(records, self.layout));
+                files.insert((*path).to_string(), bytes.clone());
             }
         }
         Ok(parse_package(&RawPackage::new(self.name.clone(), files))?.derived)
@@ -254,9 +264,9 @@ impl PackageBuilder {
         let outcome = self.outcome.ok_or_else(|| Box::new(Problem::package(&self.name, "no outcome was given")))?;
         files.insert(MANIFEST_FILE.into(), document(&manifest, layout));
         files.insert(OUTCOME_FILE.into(), document(&outcome, layout));
-        for ((path, _), records) in TRACE_FILES.iter().zip(self.traces) {
+        for (((path, _), records), written) in TRACE_FILES.iter().zip(self.traces).zip(self.written) {
             if let Some(records) = records {
-                files.insert((*path).into(), jsonl(&records, layout));
+                files.insert((*path).into(), written.unwrap_or_else(|| jsonl(&records, layout)));
             }
         }
         let raw = RawPackage::new(self.name, files);
@@ -286,19 +296,52 @@ pub fn sorted(value: &Value) -> Value {
     }
 }
 
-fn document(value: &Value, layout: Layout) -> Vec<u8> {
-    let owned;
-    let value = if layout.sorted_keys {
-        owned = sorted(value);
-        &owned
-    } else {
-        value
-    };
-    let mut out = match layout.documents {
-        JsonStyle::Pretty => serde_json::to_vec_pretty(value),
-        JsonStyle::Compact => serde_json::to_vec(value),
+/// A value that serialises with every object's keys in bytewise order, recursively,
+/// without copying it (the text of a run is most of its bytes: [`sorted`] would copy all
+/// of it once per file written).
+struct SortedRef<'a>(&'a Value);
+
+impl serde::Serialize for SortedRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        match self.0 {
+            Value::Object(map) => SortedMap(map).serialize(serializer),
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&SortedRef(item))?;
+                }
+                seq.end()
+            }
+            other => other.serialize(serializer),
+        }
     }
-    .expect("JSON values serialise");
+}
+
+/// A map serialised with its keys in bytewise order (see [`SortedRef`]).
+struct SortedMap<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for SortedMap<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut keys: Vec<&String> = self.0.keys().collect();
+        keys.sort_unstable();
+        let mut map = serializer.serialize_map(Some(keys.len()))?;
+        for key in keys {
+            map.serialize_entry(key, &SortedRef(&self.0[key]))?;
+        }
+        map.end()
+    }
+}
+
+fn document(value: &Value, layout: Layout) -> Vec<u8> {
+    let written = match (layout.sorted_keys, layout.documents) {
+        (true, JsonStyle::Pretty) => serde_json::to_vec_pretty(&SortedRef(value)),
+        (true, JsonStyle::Compact) => serde_json::to_vec(&SortedRef(value)),
+        (false, JsonStyle::Pretty) => serde_json::to_vec_pretty(value),
+        (false, JsonStyle::Compact) => serde_json::to_vec(value),
+    };
+    let mut out = written.expect("JSON values serialise");
     out.push(b'\n');
     out
 }
@@ -306,9 +349,9 @@ fn document(value: &Value, layout: Layout) -> Vec<u8> {
 fn jsonl(records: &[Map<String, Value>], layout: Layout) -> Vec<u8> {
     let mut out = Vec::new();
     for record in records {
-        // A map writes exactly as the object value holding it: no copy unless sorting.
+        // A map writes exactly as the object value holding it.
         if layout.sorted_keys {
-            serde_json::to_writer(&mut out, &sorted(&Value::Object(record.clone())))
+            serde_json::to_writer(&mut out, &SortedMap(record))
         } else {
             serde_json::to_writer(&mut out, record)
         }
@@ -389,6 +432,30 @@ mod tests {
         let derived = b.derive().unwrap();
         assert_eq!((derived.final_revision, derived.posture.as_str()), (1, "stale"));
         assert_eq!(b.finish().unwrap().episode.derived, derived);
+    }
+
+    #[test]
+    fn a_change_after_derive_is_in_what_finish_writes() {
+        let mut b = minimal(Layout::SORTED);
+        let seq = b.push(TraceKind::Verification, obj(json!({"check_id": "t", "actor": "agent", "result": "pass"})));
+        assert_eq!(b.derive().unwrap().posture, "current");
+        b.set_field(TraceKind::Verification, seq, "result", json!("fail"));
+        let built = b.finish().unwrap();
+        assert_eq!(built.episode.derived.posture, "failure");
+        let checks = std::str::from_utf8(built.raw.file("traces/verification.jsonl").unwrap()).unwrap();
+        assert!(checks.contains("\"result\":\"fail\""), "{checks}");
+    }
+
+    #[test]
+    fn sorted_writing_is_sorted_copying() {
+        let value = json!({"z": [{"b": 1, "a": {"y": null, "x": "q\"uote"}}], "a": 2.5, "m": {}, "é": true});
+        let layout = Layout { sorted_keys: true, documents: JsonStyle::Compact };
+        let written = document(&value, layout);
+        assert_eq!(written, [serde_json::to_vec(&sorted(&value)).unwrap(), b"\n".to_vec()].concat());
+        let pretty = document(&value, Layout::SORTED);
+        assert_eq!(pretty, [serde_json::to_vec_pretty(&sorted(&value)).unwrap(), b"\n".to_vec()].concat());
+        let record = obj(value.clone());
+        assert_eq!(jsonl(&[record], Layout::SORTED), written);
     }
 
     #[test]
