@@ -130,6 +130,13 @@ pub static IMPORTERS: &[&dyn Importer] = &[
 /// How many bytes of a file detection looks at.
 pub const SNIFF_BYTES: usize = 64 * 1024;
 
+/// `"key"` appears in these bytes. Over the raw bytes with memchr's searcher: detection
+/// asks this of every file for every importer, and an ASCII key matches the bytes
+/// exactly where it matches their lossy text.
+pub(crate) fn quoted_in(head: &[u8], key: &str) -> bool {
+    memchr::memmem::find(head, format!("\"{key}\"").as_bytes()).is_some()
+}
+
 /// What detection sees of a file: its name and first bytes, read once and shared by
 /// every importer's [`Importer::detect`].
 pub struct Sniff<'a> {
@@ -165,10 +172,7 @@ impl<'a> Sniff<'a> {
 
     /// The key appears, quoted, in the sniffed text.
     pub fn near(&self, key: &str) -> bool {
-        // Over the raw bytes with memchr's searcher: detection asks this of every file
-        // for every importer, and an ASCII needle matches the bytes exactly where it
-        // matches the lossy text.
-        memchr::memmem::find(self.head, format!("\"{key}\"").as_bytes()).is_some()
+        quoted_in(self.head, key)
     }
 
     /// The first line (of a JSON Lines file) has this key.

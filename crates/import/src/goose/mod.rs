@@ -74,7 +74,7 @@ fn kind(name: &str, head: &[u8], text: &str, first: Option<&Map<String, Value>>)
     if first.is_some_and(header) && name.ends_with(".jsonl") {
         return Some(Kind::Lines);
     }
-    let near = |k: &str| text.contains(&format!("\"{k}\""));
+    let near = |k: &str| crate::registry::quoted_in(head, k);
     if text.starts_with('{') && near("conversation") && near("working_dir") && (near("toolRequest") || near("created"))
     {
         return Some(Kind::Export);

@@ -82,7 +82,7 @@ fn kind(path: &Path, name: &str, head: &[u8], text: &str) -> Option<Kind> {
     if is_database(name, head) {
         return Some(Kind::Database);
     }
-    let near = |k: &str| text.contains(&format!("\"{k}\""));
+    let near = |k: &str| crate::registry::quoted_in(head, k);
     let in_folder = |f: &str| path.parent().is_some_and(|p| p.components().any(|c| c.as_os_str() == f));
     let json = name.ends_with(".json");
     if json && in_folder("storage") {
