@@ -44,6 +44,10 @@ Hazards, one at a time and in pairs (deterministic from --seed):
   compact           a compaction boundary mid-run (Claude Code's `compact_boundary`
                     with its summary, whose `parentUuid` is null; Codex's `compacted`):
                     nothing before it may be lost
+  rewind            a branch (a prompt, an edit, a passing test) the person rewinds
+                    (Claude Code `/rewind`: no record, the next prompt forks from the
+                    branch's parent), with the code restored or the conversation only;
+                    the log does not say which, so a restore is possible
 
 Reported per source: the posture confusion matrix (truth x derived), abstention
 (derived `unknown`), over-claims (derived `current` where the truth is not: the error
@@ -67,7 +71,7 @@ OTHER = "/srv/other"
 POSTURES = ["current", "stale", "failure", "gap", "unknown"]
 HAZARDS = ["verify_then_edit", "final_fail", "failed_edit", "missing_output", "revert", "mcp_write",
            "script_write", "silent_script", "suite_edit", "elsewhere", "cut", "parallel", "interrupt",
-           "background", "compact", "subagent", "container", "rejected_edit"]
+           "background", "compact", "subagent", "container", "rejected_edit", "rewind"]
 # What scripts that write print, as real generators, fixers and formatters do.
 SCRIPT_REPORTS = ["updated 3 files", "Wrote src/generated.py", "Generated src/api/schema.json (3 ms)",
                   "Saved fixtures to tests/fixtures/data.json", "2 files reformatted, 1 file left unchanged",
@@ -77,7 +81,7 @@ CONTAINERS = ["docker compose exec -T web", "docker exec app", "docker run --rm 
               "kubectl exec deploy/app --", "podman exec app"]
 ONLY = {"mcp_write": {"claude-code"}, "parallel": {"codex"}, "background": {"claude-code"},
         "compact": {"claude-code", "codex"}, "subagent": {"claude-code"}, "container": {"claude-code", "codex"},
-        "rejected_edit": {"claude-code"}}
+        "rejected_edit": {"claude-code"}, "rewind": {"claude-code"}}
 
 
 # --------------------------------------------------------------------------------------
@@ -130,6 +134,10 @@ def scenario(hazards, rng):
             steps.append(("subagent", src, "pass"))
         elif h == "rejected_edit":
             steps.append(("rejected", src))
+        elif h == "rewind":
+            # A branch (a prompt, an edit, a passing test) the person rewinds; with the
+            # code restored from the checkpoints, or the conversation only.
+            steps.append(("rewind", src, rng.random() < 0.5))
     return steps, end
 
 
@@ -158,6 +166,13 @@ def truth(steps, end):
             # A test in another tree says nothing about this workspace's revisions; one
             # in the background is bound to the revision it started on.
             checks.append({"bound": rev, "result": s[2], "elsewhere": s[1] != WS})
+        elif kind == "rewind":
+            # The abandoned branch's edit and test happened; a restore changes the files
+            # back (a change like any revert), a conversation-only rewind changes none.
+            rev += 1
+            checks.append({"bound": rev, "result": "pass", "elsewhere": False})
+            if s[2]:
+                rev += 1
         elif kind in ("parallel", "subagent"):
             # The test started before the patch ended: it may have run on the old code.
             checks.append({"bound": rev, "result": s[2], "elsewhere": False})
@@ -319,6 +334,21 @@ def claude_code(i, steps, end):
                 isCompactSummary=True, isVisibleInTranscriptOnly=True)
         elif kind == "subagent":
             subagent(s[1], s[2])
+        elif kind == "rewind":
+            # No record of the rewind: the next prompt takes the parent the branch's
+            # prompt had, and the branch stays in the file.
+            fork = parent[0]
+            add("user", {"role": "user", "content": "Also rename the helper, then run the tests."})
+            path = f"{WS}/{s[1]}"
+            call("Edit", {"file_path": path, "old_string": "def helper", "new_string": "def add_one"},
+                 f"The file {path} has been updated successfully.")
+            out, _ = test_output("pass")
+            call("Bash", {"command": "python3 -m pytest -q tests"}, out)
+            add("assistant", {"id": f"msg_{i}_{n[0]}", "type": "message", "role": "assistant",
+                              "model": "claude-bench", "content": [{"type": "text", "text": "Renamed; the tests pass."}],
+                              "stop_reason": "end_turn"})
+            parent[0] = fork
+            add("user", {"role": "user", "content": "Keep the old name; just check the fix is complete."})
         elif kind == "rejected":
             path = f"{WS}/{s[1]}"
             call("Edit", {"file_path": path, "old_string": "x + 1", "new_string": "x + 2"},

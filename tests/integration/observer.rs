@@ -26,7 +26,7 @@ fn the_derived_posture_never_over_claims_on_generated_hazards() {
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
     let report = text(&out.stdout);
     for source in [
-        "claude-code: 52",
+        "claude-code: 54",
         "codex: 46",
         "inspect: 44",
         "gemini-cli: 42",

@@ -939,6 +939,11 @@ impl Recorder {
 
     /// The `actions` record of a tool call (`tool_seq` names its tools record).
     fn action(&mut self, ts: Option<&str>, grade: Grade, effect: Effect<'_>, tool_seq: u64) -> u64 {
+        self.action_of(ts, grade, effect, Some(tool_seq))
+    }
+
+    /// An `actions` record, of a tool call (`tool_seq`) or of no call.
+    fn action_of(&mut self, ts: Option<&str>, grade: Grade, effect: Effect<'_>, tool_seq: Option<u64>) -> u64 {
         let mut f = Map::new();
         f.insert("kind".into(), json!(effect.kind));
         if !effect.paths.is_empty() {
@@ -947,13 +952,15 @@ impl Recorder {
         }
         f.insert("mutates".into(), json!(effect.mutates));
         f.insert("ok".into(), json!(effect.ok));
-        f.insert("tool_seq".into(), json!(tool_seq));
+        if let Some(tool_seq) = tool_seq {
+            f.insert("tool_seq".into(), json!(tool_seq));
+        }
         if let Some(state) = self.state_digest() {
             f.insert(STATE_DIGEST.into(), json!(state));
         }
         self.actions_recorded += 1;
         if effect.mutates && effect.ok {
-            if let Some((call, Some(end))) = self.current_call.filter(|(call, _)| *call == tool_seq) {
+            if let Some((call, Some(end))) = self.current_call.filter(|(call, _)| Some(*call) == tool_seq) {
                 self.mutation_ends.push((call, self.ok_mutations, end));
             }
             self.ok_mutations += 1;
@@ -1323,6 +1330,24 @@ impl Recorder {
     pub fn person_abort(&mut self, ts: Option<&str>, reason: &str) -> u64 {
         self.intervention(ts, "abort", reason, Grade::Observed)
     }
+    /// The mutations recorded so far that did not fail (possible ones included).
+    pub fn ok_mutations(&self) -> u64 {
+        self.ok_mutations
+    }
+
+    /// A person went back to an earlier point of the conversation (Claude Code's
+    /// rewind): an intervention `rollback`, and, when `restored` (the agent changed files
+    /// in the abandoned branch, which the rewind may have restored from its checkpoints,
+    /// and the log does not say whether it did), an `inferred` possible mutation with no
+    /// tool call, so no check before it is `current` (docs/importers.md §10).
+    pub fn person_rewind(&mut self, ts: Option<&str>, restored: bool) -> u64 {
+        let seq = self.intervention(ts, "rollback", "went back to an earlier prompt", Grade::Derived);
+        if restored {
+            self.action_of(ts, Grade::Inferred, Effect { kind: "edit", paths: &[], mutates: true, ok: true }, None);
+        }
+        seq
+    }
+
     /// A command a person ran in the agent's shell (Codex `user_shell`, aider `/run`,
     /// `/test`): an intervention, its tools record, and a check (actor human) when the
     /// command is one.

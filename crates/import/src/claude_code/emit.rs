@@ -187,9 +187,12 @@ pub(super) fn emit(rec: &mut Recorder, events: &[Ev], log: &Log<'_>) -> Summary 
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut seen: HashSet<&str> = HashSet::new();
     let mut decided: HashSet<&str> = HashSet::new();
+    // The mutations recorded before each event, for what a rewind's abandoned branch did.
+    let mut mutations_before: Vec<u64> = Vec::with_capacity(events.len());
     for (i, ev) in events.iter().enumerate() {
         let ts = ev.ts.as_deref();
         rec.saw_time(ts);
+        mutations_before.push(rec.ok_mutations());
         match &ev.what {
             What::Call { id, name, input, agent } => {
                 // One call, once: a subagent's calls may also be copied into the session file.
@@ -235,6 +238,10 @@ pub(super) fn emit(rec: &mut Recorder, events: &[Ev], log: &Log<'_>) -> Summary 
                 rec.person_command(c, command);
             }
             What::Said(said) => speakers.say(rec, ev, said, log.usage),
+            What::Rewind { since } => {
+                let changed = mutations_before.get(*since).is_some_and(|before| rec.ok_mutations() > *before);
+                rec.person_rewind(ts, changed);
+            }
             _ => {}
         }
         if claims[i] {
@@ -524,7 +531,7 @@ fn claims(events: &[Ev]) -> Vec<bool> {
                     out[j] = true;
                 }
             }
-            What::Tick | What::Results(_) | What::Said(_) => {}
+            What::Tick | What::Results(_) | What::Said(_) | What::Rewind { .. } => {}
         }
     }
     if let Some((j, true)) = last {

@@ -98,6 +98,10 @@ pub(super) enum What {
     Boundary,
     /// A message part (for the messages trace only: no claim, no intervention).
     Said(Said),
+    /// A person went back to an earlier point of the conversation (`/rewind`, Esc Esc):
+    /// the prompt after this event has the same parent as an earlier prompt, the event
+    /// at `since`, and what the file holds between them is the abandoned branch.
+    Rewind { since: usize },
 }
 
 /// A tool's result, matched to its call by `tool_use_id`.
@@ -161,6 +165,10 @@ pub(super) struct FileData {
     pub line: Line,
     /// The system prompt last said.
     pub system: Vec<String>,
+    /// Each typed prompt's parent (`parentUuid`, `None` for the first prompt's null), with
+    /// the prompt's time and the index of its event: a later prompt on the same parent is
+    /// a rewind.
+    pub prompts: HashMap<Option<String>, (Option<String>, usize)>,
 }
 
 /// What the line being read says about who speaks in it.
@@ -275,7 +283,11 @@ impl FileData {
                     self.tick(ts);
                 } else {
                     let decision = o.get("permissionDecision").cloned();
+                    let before = self.events.len();
                     self.user(o.get("message"), ts, sub, o.get("toolUseResult"), |_| decision.clone());
+                    if !sub {
+                        self.rewind_at(o, ts, before);
+                    }
                 }
             }
             "progress" => {
@@ -363,6 +375,29 @@ impl FileData {
                 }
             }
             _ => self.tick(ts),
+        }
+    }
+
+    /// When the user line just read (its events from `first`) is a typed prompt whose
+    /// parent an earlier prompt of another time already had, the person rewound the
+    /// conversation to that earlier prompt: a [`What::Rewind`] goes before this one.
+    /// Claude Code writes no record of a rewind; the fork is its only trace (both
+    /// branches stay in the file).
+    fn rewind_at(&mut self, o: &Map<String, Value>, ts: Option<&str>, first: usize) {
+        let typed = self.events[first..].iter().position(|e| matches!(e.what, What::Person { mid_turn: false, .. }));
+        let Some(at) = typed.map(|k| first + k) else { return };
+        let parent = o.get("parentUuid").and_then(Value::as_str).map(str::to_string);
+        let ts = ts.map(str::to_string);
+        match self.prompts.get(&parent) {
+            Some((earlier_ts, since)) if *earlier_ts != ts => {
+                let since = *since;
+                self.events.insert(at, Ev { ts: ts.clone(), sub: false, what: What::Rewind { since } });
+                self.prompts.insert(parent, (ts, at + 1));
+            }
+            Some(_) => {}
+            None => {
+                self.prompts.insert(parent, (ts, at));
+            }
         }
     }
 

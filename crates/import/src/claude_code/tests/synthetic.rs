@@ -367,3 +367,84 @@ fn a_background_test_takes_its_result_from_its_output_and_keeps_its_revision() {
         assert_eq!(e.derived.posture, posture, "edit between: {edit_between}");
     }
 }
+
+/// A rewind (`/rewind`, Esc Esc) leaves no record, only a fork: the next prompt has the
+/// parent an earlier prompt had, and the abandoned branch stays in the file. When the
+/// agent changed files in that branch, the rewind may have restored them from its
+/// checkpoints, which the log does not say: a check from before it is never `current`.
+#[test]
+fn a_rewind_after_edits_is_a_possible_mutation_and_a_rollback() {
+    use serde_json::json;
+    let sid = "77777777-2222-3333-4444-555555555555";
+    // (edit in the abandoned branch, rewind at all)
+    let session = |edit: bool, rewind: bool| {
+        let mut n = 0;
+        let mut out = Vec::new();
+        let mut add = |parent: Option<String>, kind: &str, message: serde_json::Value| -> String {
+            n += 1;
+            let uid = format!("00000000-0000-4000-8000-{n:012}");
+            out.push(line(json!({"parentUuid": parent, "isSidechain": false, "type": kind, "message": message,
+                "uuid": uid, "timestamp": format!("2026-01-01T10:00:{n:02}.000Z"), "sessionId": sid,
+                "cwd": "/srv/app", "version": "2.1.39", "userType": "external"})));
+            uid
+        };
+        let call = |id: &str, name: &str, input: serde_json::Value| {
+            json!({"id": format!("m-{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]})
+        };
+        let text = |id: &str, t: &str| {
+            json!({"id": format!("m-{id}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "stop_reason": "end_turn", "content": [{"type": "text", "text": t}]})
+        };
+        let result = |id: &str, t: &str| json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": t}]});
+        // The first turn.
+        let p1 = add(None, "user", json!({"role": "user", "content": "What does the helper do?"}));
+        let x1 = add(Some(p1), "assistant", text("x1", "It adds one."));
+        // The second prompt, the branch a rewind abandons: an edit (or only a read), then
+        // the tests, which pass.
+        let p2 = add(Some(x1.clone()), "user", json!({"role": "user", "content": "Rename it and test."}));
+        let r = if edit {
+            let edit = json!({"file_path": "/srv/app/a.py", "old_string": "a", "new_string": "b"});
+            let c = add(Some(p2), "assistant", call("t1", "Edit", edit));
+            add(Some(c), "user", result("t1", "The file /srv/app/a.py has been updated successfully."))
+        } else {
+            let c = add(Some(p2), "assistant", call("t1", "Read", json!({"file_path": "/srv/app/a.py"})));
+            add(Some(c), "user", result("t1", "     1\ta = 1"))
+        };
+        let c = add(Some(r), "assistant", call("t2", "Bash", json!({"command": "pytest -q"})));
+        let r = add(Some(c), "user", result("t2", "3 passed in 0.04s"));
+        add(Some(r), "assistant", text("x2", "Renamed; the tests pass."));
+        if rewind {
+            // The person goes back to before the second prompt and asks something else.
+            let p3 = add(Some(x1), "user", json!({"role": "user", "content": "Just document it."}));
+            add(Some(p3), "assistant", text("x3", "Which format?"));
+        }
+        out.join("\n") + "\n"
+    };
+    // (edit, rewind) -> (posture, rollbacks, inferred actions)
+    for (edit, rewind, posture, rollbacks, inferred) in [
+        (false, false, "current", 0, 0),
+        (false, true, "current", 1, 0),
+        (true, false, "current", 0, 0),
+        (true, true, "stale", 1, 1),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_temp(&dir, &format!("{sid}.jsonl"), &session(edit, rewind));
+        let (_, runs) = import_paths(&[p], &Options::default());
+        let e = runs.into_iter().next().unwrap().unwrap().package.episode;
+        let case = format!("edit {edit}, rewind {rewind}");
+        assert_eq!(e.derived.posture, posture, "{case}");
+        let kinds: Vec<&str> = e.interventions.iter().flatten().map(|i| i.kind.as_deref().unwrap_or("")).collect();
+        assert_eq!(kinds.iter().filter(|k| **k == "rollback").count(), rollbacks, "{case}: {kinds:?}");
+        let possible: Vec<_> =
+            e.actions.iter().flatten().filter(|a| a.common.grade == "inferred" && a.mutates).collect();
+        assert_eq!(possible.len(), inferred, "{case}");
+        if let Some(a) = possible.first() {
+            assert_eq!(a.tool_seq, None, "{case}: no tool call made it");
+            assert!(a.ok);
+        }
+        let checks: Vec<_> = e.checks.iter().flatten().collect();
+        assert_eq!(checks.len(), 1, "{case}");
+        assert_eq!(checks[0].fresh, !(edit && rewind), "{case}");
+    }
+}
