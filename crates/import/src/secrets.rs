@@ -58,7 +58,7 @@ struct Pattern {
     regex: &'static str,
     /// Literals (lower case, compared in any case) of which every match contains at
     /// least one: a text holding none of them is not searched with the regex. No literal
-    /// of the table is a prefix of another (see [`candidates`]).
+    /// of the table is inside another (see [`candidates`]).
     needs: &'static [&'static str],
     /// The secret must not continue a word on its left.
     left_bounded: bool,
@@ -240,9 +240,10 @@ fn candidates(bytes: &[u8]) -> Vec<usize> {
     let (automaton, owners) = literals();
     let mut wanted = vec![false; PATTERNS.len()];
     // Each search resumes one byte after the last match's start, so a literal that
-    // overlaps another is still found (none is a prefix of another, so none hides behind
-    // a shorter one at the same start); a search that can skip ahead is far quicker than
-    // an overlapping walk of every byte.
+    // overlaps another is still found: a search reports the match that ends first, and
+    // since no literal is inside another, the one it reports starts no later than any
+    // other it could hide. A search that can skip ahead is far quicker than an
+    // overlapping walk of every byte.
     let mut at = 0;
     while let Some(found) = automaton.find(aho_corasick::Input::new(bytes).span(at..bytes.len())) {
         for &owner in &owners[found.pattern().as_usize()] {
@@ -512,14 +513,14 @@ mod tests {
     }
 
     #[test]
-    fn no_literal_is_a_prefix_of_another() {
+    fn no_literal_is_inside_another() {
         let mut words: Vec<&str> = PATTERNS.iter().flat_map(|p| p.needs.iter().copied()).collect();
         words.sort_unstable();
         words.dedup();
         for (i, a) in words.iter().enumerate() {
             assert_eq!(*a, a.to_ascii_lowercase(), "{a} is lower case");
             for (j, b) in words.iter().enumerate() {
-                assert!(i == j || !b.starts_with(a), "{a} is a prefix of {b}");
+                assert!(i == j || !b.contains(a), "{a} is inside {b}");
             }
         }
     }

@@ -187,12 +187,12 @@ pub(super) fn emit(rec: &mut Recorder, events: &[Ev], log: &Log<'_>) -> Summary 
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut seen: HashSet<&str> = HashSet::new();
     let mut decided: HashSet<&str> = HashSet::new();
-    // The mutations recorded before each event, for what a rewind's abandoned branch did.
-    let mut mutations_before: Vec<u64> = Vec::with_capacity(events.len());
+    // The mutations recorded before each prompt a person typed (by its message part's
+    // key), for what a rewind's abandoned branch did.
+    let mut before_prompt: HashMap<&str, u64> = HashMap::new();
     for (i, ev) in events.iter().enumerate() {
         let ts = ev.ts.as_deref();
         rec.saw_time(ts);
-        mutations_before.push(rec.ok_mutations());
         match &ev.what {
             What::Call { id, name, input, agent } => {
                 // One call, once: a subagent's calls may also be copied into the session file.
@@ -237,9 +237,14 @@ pub(super) fn emit(rec: &mut Recorder, events: &[Ev], log: &Log<'_>) -> Summary 
                 }
                 rec.person_command(c, command);
             }
-            What::Said(said) => speakers.say(rec, ev, said, log.usage),
+            What::Said(said) => {
+                if let (Who::Human, Some(key)) = (&said.who, &said.key) {
+                    before_prompt.entry(key.as_str()).or_insert(rec.ok_mutations());
+                }
+                speakers.say(rec, ev, said, log.usage)
+            }
             What::Rewind { since } => {
-                let changed = mutations_before.get(*since).is_some_and(|before| rec.ok_mutations() > *before);
+                let changed = before_prompt.get(since.as_str()).is_some_and(|before| rec.ok_mutations() > *before);
                 rec.person_rewind(ts, changed);
             }
             _ => {}

@@ -99,9 +99,10 @@ pub(super) enum What {
     /// A message part (for the messages trace only: no claim, no intervention).
     Said(Said),
     /// A person went back to an earlier point of the conversation (`/rewind`, Esc Esc):
-    /// the prompt after this event has the same parent as an earlier prompt, the event
-    /// at `since`, and what the file holds between them is the abandoned branch.
-    Rewind { since: usize },
+    /// the prompt after this event has the same parent as an earlier prompt, whose
+    /// message part has the key `since` ([`Said::key`]); what the file holds between
+    /// them is the abandoned branch.
+    Rewind { since: String },
 }
 
 /// A tool's result, matched to its call by `tool_use_id`.
@@ -166,9 +167,9 @@ pub(super) struct FileData {
     /// The system prompt last said.
     pub system: Vec<String>,
     /// Each typed prompt's parent (`parentUuid`, `None` for the first prompt's null), with
-    /// the prompt's time and the index of its event: a later prompt on the same parent is
-    /// a rewind.
-    pub prompts: HashMap<Option<String>, (Option<String>, usize)>,
+    /// the prompt's time and the key of its message part: a later prompt on the same
+    /// parent is a rewind.
+    pub prompts: HashMap<Option<String>, (Option<String>, String)>,
 }
 
 /// What the line being read says about who speaks in it.
@@ -382,21 +383,30 @@ impl FileData {
     /// parent an earlier prompt of another time already had, the person rewound the
     /// conversation to that earlier prompt: a [`What::Rewind`] goes before this one.
     /// Claude Code writes no record of a rewind; the fork is its only trace (both
-    /// branches stay in the file).
+    /// branches stay in the file). A line without `parentUuid` says nothing of forks.
     fn rewind_at(&mut self, o: &Map<String, Value>, ts: Option<&str>, first: usize) {
-        let typed = self.events[first..].iter().position(|e| matches!(e.what, What::Person { mid_turn: false, .. }));
-        let Some(at) = typed.map(|k| first + k) else { return };
-        let parent = o.get("parentUuid").and_then(Value::as_str).map(str::to_string);
+        let parent = match o.get("parentUuid") {
+            Some(Value::String(p)) => Some(p.clone()),
+            Some(Value::Null) => None,
+            _ => return,
+        };
+        let new = &self.events[first..];
+        let Some(at) = new.iter().position(|e| matches!(e.what, What::Person { mid_turn: false, .. })) else { return };
+        let key = new.iter().find_map(|e| match &e.what {
+            What::Said(Said { who: Who::Human, key: Some(key), .. }) => Some(key.clone()),
+            _ => None,
+        });
+        let Some(key) = key else { return };
         let ts = ts.map(str::to_string);
         match self.prompts.get(&parent) {
             Some((earlier_ts, since)) if *earlier_ts != ts => {
-                let since = *since;
-                self.events.insert(at, Ev { ts: ts.clone(), sub: false, what: What::Rewind { since } });
-                self.prompts.insert(parent, (ts, at + 1));
+                let since = since.clone();
+                self.events.insert(first + at, Ev { ts: ts.clone(), sub: false, what: What::Rewind { since } });
+                self.prompts.insert(parent, (ts, key));
             }
             Some(_) => {}
             None => {
-                self.prompts.insert(parent, (ts, at));
+                self.prompts.insert(parent, (ts, key));
             }
         }
     }

@@ -447,4 +447,55 @@ fn a_rewind_after_edits_is_a_possible_mutation_and_a_rollback() {
         assert_eq!(checks.len(), 1, "{case}");
         assert_eq!(checks[0].fresh, !(edit && rewind), "{case}");
     }
+    // A subagent's file merged in before the prompts (its edit lands before the branch)
+    // leaves the branch as it is: nothing changed in it, so no possible restore.
+    let dir = tempfile::tempdir().unwrap();
+    write_temp(&dir, &format!("{sid}.jsonl"), &session(false, true));
+    std::fs::create_dir_all(dir.path().join(sid).join("subagents")).unwrap();
+    let sub = |k: u32, kind: &str, message: serde_json::Value| {
+        line(json!({"parentUuid": null, "isSidechain": true, "agentId": "a1", "type": kind, "message": message,
+            "uuid": format!("20000000-0000-4000-8000-{k:012}"), "timestamp": format!("2026-01-01T09:00:{k:02}.000Z"),
+            "sessionId": sid, "cwd": "/srv/app", "version": "2.1.39", "userType": "external"}))
+    };
+    let edit = json!({"file_path": "/srv/app/b.py", "old_string": "c", "new_string": "d"});
+    let subagent = [
+        sub(1, "user", json!({"role": "user", "content": "Tidy b.py."})),
+        sub(
+            2,
+            "assistant",
+            json!({"id": "m-s1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "tool_use", "id": "s1", "name": "Edit", "input": edit}]}),
+        ),
+        sub(
+            3,
+            "user",
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "s1",
+            "content": "The file /srv/app/b.py has been updated successfully."}]}),
+        ),
+    ];
+    let sub_file = format!("{sid}/subagents/agent-a1.jsonl");
+    write_temp(&dir, &sub_file, &(subagent.join("\n") + "\n"));
+    let (_, runs) = import_paths(&[dir.path().to_path_buf()], &Options::default());
+    let e = runs.into_iter().next().unwrap().unwrap().package.episode;
+    let edits = e.actions.iter().flatten().filter(|a| a.mutates && a.common.grade != "inferred").count();
+    assert_eq!(edits, 1, "the subagent's edit is the session's");
+    assert_eq!(e.interventions.iter().flatten().filter(|i| i.kind.as_deref() == Some("rollback")).count(), 1);
+    assert!(e.actions.iter().flatten().all(|a| a.common.grade != "inferred"), "nothing changed in the branch");
+    assert_eq!(e.derived.posture, "current");
+
+    // Lines without `parentUuid` say nothing of forks: no rewind is read from them.
+    let flat: String = session(true, true)
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("parentUuid");
+            line(v) + "\n"
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, &format!("{sid}.jsonl"), &flat);
+    let (_, runs) = import_paths(&[p], &Options::default());
+    let e = runs.into_iter().next().unwrap().unwrap().package.episode;
+    assert!(e.interventions.iter().flatten().all(|i| i.kind.as_deref() != Some("rollback")));
+    assert_eq!(e.derived.posture, "current");
 }
